@@ -1,0 +1,401 @@
+//! The response analyzer (SPEC 5, seed 002): deterministic rules that score how done a response
+//! says the work is, 0..100. The exact rules are in `docs/decisions.md` ("Analyzer").
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+/// Points for a `STATUS: COMPLETE` line.
+pub const STATUS_COMPLETE_POINTS: i32 = 50;
+/// Points for a (non-negated) completion phrase, once.
+pub const COMPLETION_PHRASE_POINTS: i32 = 40;
+/// Points for a (non-negated) no-work phrase, once.
+pub const NO_WORK_PHRASE_POINTS: i32 = 30;
+/// Points for passing tests with no failures.
+pub const TESTS_PASSED_POINTS: i32 = 20;
+/// Points (negative) for failing tests, once.
+pub const TESTS_FAILED_POINTS: i32 = -30;
+/// Points (negative) for a pending-work phrase, once.
+pub const PENDING_WORK_POINTS: i32 = -20;
+
+/// Completion phrases, longest first so overlapping matches take the longest.
+pub const COMPLETION_PHRASES: [&str; 6] = [
+    "all tasks complete",
+    "ready for review",
+    "completed",
+    "complete",
+    "finished",
+    "done",
+];
+/// No-work phrases.
+pub const NO_WORK_PHRASES: [&str; 5] = [
+    "nothing left to do",
+    "nothing to do",
+    "no changes needed",
+    "already implemented",
+    "up to date",
+];
+/// Pending-work phrases (`still need` also matches `still needs`).
+pub const PENDING_WORK_PHRASES: [&str; 5] = [
+    "next steps",
+    "todo",
+    "remaining",
+    "still need",
+    "in progress",
+];
+
+/// Words that negate a phrase when they occur within the three words before it.
+const NEGATORS: [&str; 5] = ["not", "isn't", "aren't", "wasn't", "never"];
+/// Word pairs that negate.
+const NEGATOR_PAIRS: [(&str, &str); 2] = [("no", "longer"), ("not", "yet")];
+
+/// Whether the text signals completion.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompletionSignal {
+    /// True when any completion rule fired (and no `EXIT_SIGNAL: false` vetoed it).
+    pub detected: bool,
+    /// 0..100.
+    pub confidence: u32,
+    /// The distinct non-negated completion and no-work phrases, in order of first occurrence.
+    pub phrases: Vec<String>,
+}
+
+/// The result of [`analyze`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Analysis {
+    /// The completion signal.
+    pub completion_signal: CompletionSignal,
+    /// Equals `completion_signal.confidence`.
+    pub confidence: u32,
+    /// `EXIT_SIGNAL:` line value, `None` when absent.
+    pub exit_signal: Option<bool>,
+    /// The number of the last `N passed`.
+    pub tests_passing: Option<u64>,
+    /// The number of the last `N failed`.
+    pub tests_failing: Option<u64>,
+}
+
+fn re(pattern: &str) -> Regex {
+    #[allow(clippy::expect_used)]
+    Regex::new(pattern).expect("valid built-in pattern")
+}
+
+/// `word word` → `\bword[\s-]+word\b`.
+fn phrase_pattern(phrases: &[&str]) -> String {
+    let alternatives: Vec<String> = phrases
+        .iter()
+        .map(|p| {
+            p.split(' ')
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join(r"[\s-]+")
+        })
+        .collect();
+    format!(r"(?i)\b(?:{})\b", alternatives.join("|"))
+}
+
+static STATUS_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*[A-Z][A-Z0-9_]+:"));
+static DELIMITER_LINE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^\s*-{2,}\s*[A-Z][A-Z0-9_]*\s*-{2,}\s*$"));
+static EXIT_SIGNAL: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*EXIT_SIGNAL:\s*(\S+)\s*$"));
+static STATUS: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*STATUS:\s*(.*?)\s*$"));
+static SIGNAL_PHRASES: LazyLock<Regex> = LazyLock::new(|| {
+    let mut all: Vec<&str> = COMPLETION_PHRASES.to_vec();
+    all.extend(NO_WORK_PHRASES);
+    // Longest first so that, at one position, the longer phrase wins.
+    all.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    re(&phrase_pattern(&all))
+});
+static PENDING: LazyLock<Regex> = LazyLock::new(|| {
+    let p = phrase_pattern(&PENDING_WORK_PHRASES);
+    re(&p.replace(r"still[\s-]+need", r"still[\s-]+needs?"))
+});
+static TEST_SUMMARY: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(\d+)\s+(?:tests?\s+)?(passed|failed)\b"));
+
+/// Whether `line` belongs to a status block (`KEY: value` with an upper-case key, or a
+/// `---WORD---` delimiter).
+pub fn is_status_line(line: &str) -> bool {
+    STATUS_LINE.is_match(line) || DELIMITER_LINE.is_match(line)
+}
+
+/// The canonical (SPEC) spelling of a matched phrase: lower-case, single spaces.
+fn canonical(matched: &str) -> String {
+    matched
+        .split(|c: char| c.is_whitespace() || c == '-')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The up-to-three words before byte `start` of `line`, nearest last, stopping at a sentence end
+/// (`.`, `!`, `?`, `;`). Scans backwards, so the cost is bounded by the three words' length, not
+/// the line's. Words are lower-cased with surrounding punctuation stripped; a word longer than any
+/// negator is kept as an empty placeholder (it still takes a place in the window).
+fn preceding_words(line: &str, start: usize) -> Vec<String> {
+    const KEEP: usize = 16;
+    let mut words: Vec<String> = Vec::new();
+    let mut current: Vec<char> = Vec::new();
+    let mut length = 0usize;
+    let mut flush = |current: &mut Vec<char>, length: &mut usize, words: &mut Vec<String>| {
+        if *length > 0 {
+            let word: String = if *length > KEEP {
+                String::new()
+            } else {
+                current.iter().rev().collect::<String>()
+            };
+            let word = word
+                .replace('\u{2019}', "'")
+                .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                .to_lowercase();
+            words.push(word);
+        }
+        current.clear();
+        *length = 0;
+    };
+    for c in line[..start].chars().rev() {
+        if words.len() == 3 {
+            break;
+        }
+        if matches!(c, '.' | '!' | '?' | ';') {
+            break;
+        }
+        if c.is_whitespace() {
+            flush(&mut current, &mut length, &mut words);
+        } else {
+            length += 1;
+            if length <= KEEP + 1 {
+                current.push(c);
+            }
+        }
+    }
+    if words.len() < 3 {
+        flush(&mut current, &mut length, &mut words);
+    }
+    words.truncate(3);
+    words.reverse();
+    words
+}
+
+/// Whether the up-to-three words before `start` in `line` (same sentence) negate a phrase there.
+fn negated(line: &str, start: usize) -> bool {
+    let window = preceding_words(line, start);
+    window.iter().any(|w| NEGATORS.contains(&w.as_str()))
+        || window
+            .windows(2)
+            .any(|p| NEGATOR_PAIRS.contains(&(p[0].as_str(), p[1].as_str())))
+}
+
+/// Scores a response (SPEC 5).
+pub fn analyze(text: &str) -> Analysis {
+    let mut exit_true = false;
+    let mut exit_false = false;
+    let mut status_complete = false;
+    let mut completion_phrase = false;
+    let mut no_work_phrase = false;
+    let mut phrases: Vec<String> = Vec::new();
+
+    for line in text.lines() {
+        if let Some(c) = EXIT_SIGNAL.captures(line) {
+            match c[1].to_ascii_lowercase().as_str() {
+                "true" => exit_true = true,
+                "false" => exit_false = true,
+                _ => {}
+            }
+        }
+        if let Some(c) = STATUS.captures(line)
+            && c[1].eq_ignore_ascii_case("COMPLETE")
+        {
+            status_complete = true;
+        }
+        if is_status_line(line) {
+            continue;
+        }
+        for m in SIGNAL_PHRASES.find_iter(line) {
+            if negated(line, m.start()) {
+                continue;
+            }
+            let phrase = canonical(m.as_str());
+            if NO_WORK_PHRASES.contains(&phrase.as_str()) {
+                no_work_phrase = true;
+            } else {
+                completion_phrase = true;
+            }
+            if !phrases.contains(&phrase) {
+                phrases.push(phrase);
+            }
+        }
+    }
+
+    let mut tests_passing = None;
+    let mut tests_failing = None;
+    let mut any_passed = false;
+    let mut any_failed = false;
+    for c in TEST_SUMMARY.captures_iter(text) {
+        let n: u64 = c[1].parse().unwrap_or(u64::MAX);
+        if c[2].eq_ignore_ascii_case("passed") {
+            tests_passing = Some(n);
+            any_passed |= n > 0;
+        } else {
+            tests_failing = Some(n);
+            any_failed |= n > 0;
+        }
+    }
+    let pending = PENDING.is_match(text);
+
+    let (detected, confidence) = if exit_false {
+        (false, 0)
+    } else if exit_true {
+        (true, 100)
+    } else {
+        let mut score = 0;
+        if status_complete {
+            score += STATUS_COMPLETE_POINTS;
+        }
+        if completion_phrase {
+            score += COMPLETION_PHRASE_POINTS;
+        }
+        if no_work_phrase {
+            score += NO_WORK_PHRASE_POINTS;
+        }
+        if any_passed && !any_failed {
+            score += TESTS_PASSED_POINTS;
+        }
+        if any_failed {
+            score += TESTS_FAILED_POINTS;
+        }
+        if pending {
+            score += PENDING_WORK_POINTS;
+        }
+        (
+            status_complete || completion_phrase || no_work_phrase,
+            score.clamp(0, 100) as u32,
+        )
+    };
+    Analysis {
+        completion_signal: CompletionSignal {
+            detected,
+            confidence,
+            phrases,
+        },
+        confidence,
+        exit_signal: if exit_false {
+            Some(false)
+        } else if exit_true {
+            Some(true)
+        } else {
+            None
+        },
+        tests_passing,
+        tests_failing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_signal_rules() {
+        let a = analyze("work left\nEXIT_SIGNAL: true\n");
+        assert!(a.completion_signal.detected);
+        assert_eq!(a.confidence, 100);
+        assert_eq!(a.exit_signal, Some(true));
+        let a = analyze("All done!\nSTATUS: COMPLETE\nEXIT_SIGNAL: true\nEXIT_SIGNAL: false");
+        assert!(!a.completion_signal.detected);
+        assert_eq!(a.confidence, 0);
+        assert_eq!(a.exit_signal, Some(false));
+    }
+
+    #[test]
+    fn scores_add_and_clamp() {
+        assert_eq!(analyze("STATUS: COMPLETE").confidence, 50);
+        assert_eq!(analyze("The work is done.").confidence, 40);
+        assert_eq!(analyze("done, finished, complete").confidence, 40);
+        assert_eq!(analyze("Nothing to do here").confidence, 30);
+        assert_eq!(
+            analyze("STATUS: COMPLETE\nAll done. Nothing to do. 5 passed").confidence,
+            100
+        );
+        assert_eq!(analyze("10 passed, 2 failed").confidence, 0);
+        assert_eq!(analyze("Done. 3 tests passed").confidence, 60);
+        assert_eq!(analyze("Done. Next steps: docs").confidence, 20);
+        assert!(!analyze("5 passed").completion_signal.detected);
+        assert_eq!(analyze("5 passed").confidence, 20);
+    }
+
+    #[test]
+    fn negation_window() {
+        assert!(!analyze("It is not done").completion_signal.detected);
+        assert!(!analyze("not yet finished").completion_signal.detected);
+        assert!(
+            !analyze("This is no longer complete")
+                .completion_signal
+                .detected
+        );
+        assert!(
+            analyze("not at all the point, it is done")
+                .completion_signal
+                .detected
+        );
+        assert!(
+            analyze("It is not failing. Done.")
+                .completion_signal
+                .detected
+        );
+        assert!(!analyze("we aren’t done").completion_signal.detected);
+    }
+
+    #[test]
+    fn phrases_are_word_bounded_and_canonical() {
+        assert!(
+            !analyze("undone and completely incomplete")
+                .completion_signal
+                .detected
+        );
+        let a = analyze("All Tasks Complete; code is up-to-date. Done");
+        assert_eq!(
+            a.completion_signal.phrases,
+            ["all tasks complete", "up to date", "done"]
+        );
+        assert_eq!(a.confidence, 70);
+    }
+
+    #[test]
+    fn status_lines_do_not_count_as_phrases() {
+        let a = analyze("RECOMMENDATION: all done\n---RALPH_STATUS---");
+        assert!(!a.completion_signal.detected);
+        assert!(is_status_line("---RALPH_STATUS---"));
+        assert!(is_status_line("WORK_TYPE: testing"));
+        assert!(!is_status_line("Note: done"));
+    }
+
+    #[test]
+    fn test_summaries_use_the_last_numbers() {
+        let a = analyze("3 passed, 1 failed\nthen 7 tests passed, 0 failed");
+        assert_eq!(a.tests_passing, Some(7));
+        assert_eq!(a.tests_failing, Some(0));
+        assert_eq!(a.confidence, 0);
+        let a = analyze("Tests: 12 passed, 0 failed");
+        assert_eq!(a.confidence, 20);
+        assert_eq!(analyze("no numbers").tests_passing, None);
+    }
+
+    #[test]
+    fn pending_work_counts_once() {
+        assert_eq!(
+            analyze("Done. TODO: a. TODO: b. Still needs tests").confidence,
+            20
+        );
+        assert_eq!(analyze("work in progress").confidence, 0);
+    }
+
+    #[test]
+    fn huge_input_is_fine() {
+        let big = "done ".repeat(2_000_000);
+        assert_eq!(analyze(&big).confidence, 40);
+    }
+}

@@ -1,0 +1,917 @@
+//! The BudgetBreaker (SPEC 4, seed 003): per-task halt conditions over an agent's event stream.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Mutex, MutexGuard};
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::clock::{SharedClock, SystemClock, elapsed};
+use crate::error::{Error, Result};
+use crate::events::{Event, Listener, ListenerId, Listeners};
+use crate::json::{Fields, config_from_value, type_name};
+use crate::text::format_decimal;
+
+/// The implicit task that events land on when no task is open.
+pub const SESSION_TASK: &str = "session";
+/// The most tasks open at once.
+pub const MAX_OPEN_TASKS: usize = 10_000;
+/// The longest task id, in bytes.
+pub const MAX_TASK_ID_BYTES: usize = 256;
+
+/// Prices of one model in cents per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Price {
+    /// Input tokens.
+    pub input: f64,
+    /// Output tokens.
+    pub output: f64,
+    /// Cache-creation input tokens.
+    pub cache_write: f64,
+    /// Cache-read input tokens.
+    pub cache_read: f64,
+}
+
+impl Price {
+    /// The seed's Sonnet-4 list rate, the default `"*"` entry.
+    pub const SONNET_4: Price = Price {
+        input: 300.0,
+        output: 1500.0,
+        cache_write: 375.0,
+        cache_read: 30.0,
+    };
+}
+
+/// Configuration of a [`BudgetBreaker`]; defaults are the seed's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct BudgetConfig {
+    /// Tool calls per task; more halts. Default 50.
+    pub max_tool_calls_per_task: u64,
+    /// Spend per task in cents; more halts. Default 5000 ($50).
+    pub max_token_spend_cents_per_task: u64,
+    /// Wall-clock seconds from task start; more halts. Default 1800.
+    pub max_task_duration_secs: u64,
+    /// Seconds without events; more halts. Default 300.
+    pub max_idle_secs: u64,
+    /// Jaccard similarity at which consecutive outputs count as near-identical. Default 0.95.
+    pub similarity_jaccard_threshold: f64,
+    /// Outputs compared for an output loop (>= 2). Default 3.
+    pub loop_window: u32,
+    /// Tokens of each output compared. Default 512.
+    pub max_tokens_per_output: u32,
+    /// Prices by model name; `"*"` is for every other model.
+    #[serde(deserialize_with = "deserialize_prices")]
+    pub prices: BTreeMap<String, Price>,
+}
+
+fn default_prices() -> BTreeMap<String, Price> {
+    BTreeMap::from([("*".to_string(), Price::SONNET_4)])
+}
+
+/// Given entries add to or override the defaults; `"*"` keeps the Sonnet-4 rate unless given.
+fn deserialize_prices<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, Price>, D::Error> {
+    let given = BTreeMap::<String, Price>::deserialize(d)?;
+    let mut prices = default_prices();
+    prices.extend(given);
+    Ok(prices)
+}
+
+impl Default for BudgetConfig {
+    fn default() -> Self {
+        BudgetConfig {
+            max_tool_calls_per_task: 50,
+            max_token_spend_cents_per_task: 5000,
+            max_task_duration_secs: 1800,
+            max_idle_secs: 300,
+            similarity_jaccard_threshold: 0.95,
+            loop_window: 3,
+            max_tokens_per_output: 512,
+            prices: default_prices(),
+        }
+    }
+}
+
+impl BudgetConfig {
+    /// Reads a config object with the SPEC's camelCase keys (`null` = defaults).
+    pub fn from_json(value: &Value) -> Result<Self> {
+        let config: BudgetConfig = config_from_value(value, "BudgetBreaker")?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every range rule.
+    pub fn validate(&self) -> Result<()> {
+        for (name, v) in [
+            ("maxToolCallsPerTask", self.max_tool_calls_per_task),
+            (
+                "maxTokenSpendCentsPerTask",
+                self.max_token_spend_cents_per_task,
+            ),
+            ("maxTaskDurationSecs", self.max_task_duration_secs),
+            ("maxIdleSecs", self.max_idle_secs),
+            ("maxTokensPerOutput", u64::from(self.max_tokens_per_output)),
+        ] {
+            if v < 1 {
+                return Err(Error::config(format!("{name} must be a whole number >= 1")));
+            }
+        }
+        let j = self.similarity_jaccard_threshold;
+        if !(j.is_finite() && j > 0.0 && j <= 1.0) {
+            return Err(Error::config(
+                "similarityJaccardThreshold must be greater than 0 and at most 1",
+            ));
+        }
+        if self.loop_window < 2 {
+            return Err(Error::config("loopWindow must be >= 2"));
+        }
+        for (model, p) in &self.prices {
+            for v in [p.input, p.output, p.cache_write, p.cache_read] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(Error::config(format!(
+                        "prices[{model:?}] must be finite numbers >= 0"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The prices for `model` (its own entry, else `"*"`).
+    pub fn price_for(&self, model: Option<&str>) -> Price {
+        model
+            .and_then(|m| self.prices.get(m))
+            .or_else(|| self.prices.get("*"))
+            .copied()
+            .unwrap_or(Price::SONNET_4)
+    }
+}
+
+/// Token counts of a usage event (Anthropic's field names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// `input_tokens`.
+    pub input_tokens: u64,
+    /// `output_tokens`.
+    pub output_tokens: u64,
+    /// `cache_creation_input_tokens`.
+    pub cache_creation_input_tokens: u64,
+    /// `cache_read_input_tokens`.
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    /// Cost in cents at `price`.
+    pub fn cost_cents(&self, price: &Price) -> f64 {
+        (self.input_tokens as f64 * price.input
+            + self.output_tokens as f64 * price.output
+            + self.cache_creation_input_tokens as f64 * price.cache_write
+            + self.cache_read_input_tokens as f64 * price.cache_read)
+            / 1_000_000.0
+    }
+}
+
+/// A heartbeat phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The task started: push it on the stack.
+    Starting,
+    /// The task finished: drop it.
+    Done,
+    /// The task failed: drop it.
+    Error,
+}
+
+/// What an event says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventKind {
+    /// `{"type": "heartbeat", "taskId", "phase"}`.
+    Heartbeat(Phase),
+    /// `{"type": "assistant", "text"}`.
+    Assistant(String),
+    /// `{"type": "tool_use", "name", "input"}`.
+    ToolUse(String),
+    /// `{"type": "usage", "model", "usage": {...}}`.
+    Usage {
+        /// The model, which picks the price entry.
+        model: Option<String>,
+        /// The token counts.
+        usage: Usage,
+    },
+    /// Any other `type`: ignored and counted.
+    Unknown(String),
+}
+
+/// One validated event of the stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentEvent {
+    /// The task the event names, if any.
+    pub task_id: Option<String>,
+    /// What it says.
+    pub kind: EventKind,
+}
+
+impl AgentEvent {
+    /// Validates a JSON event (SPEC 4); anything malformed is `INVALID_EVENT`.
+    pub fn from_json(value: &Value) -> Result<Self> {
+        let Value::Object(map) = value else {
+            return Err(Error::event(format!(
+                "an event must be an object, not {}",
+                type_name(value)
+            )));
+        };
+        let kind_name = match map.get("type") {
+            Some(Value::String(s)) => s.as_str(),
+            Some(v) => {
+                return Err(Error::event(format!(
+                    "event type must be a string, not {}",
+                    type_name(v)
+                )));
+            }
+            None => return Err(Error::event("an event needs a \"type\"")),
+        };
+        let task_id = match map.get("taskId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.is_empty() => {
+                return Err(Error::event("taskId must not be empty"));
+            }
+            Some(Value::String(s)) if s.len() > MAX_TASK_ID_BYTES => {
+                return Err(Error::event(format!(
+                    "taskId is longer than {MAX_TASK_ID_BYTES} bytes"
+                )));
+            }
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v) => {
+                return Err(Error::event(format!(
+                    "taskId must be a string, not {}",
+                    type_name(v)
+                )));
+            }
+        };
+        let field = |key: &str| map.get(key).filter(|v| !v.is_null());
+        let kind = match kind_name {
+            "heartbeat" => {
+                if task_id.is_none() {
+                    return Err(Error::event("a heartbeat needs a taskId"));
+                }
+                let phase = match field("phase") {
+                    Some(Value::String(p)) if p == "starting" => Phase::Starting,
+                    Some(Value::String(p)) if p == "done" => Phase::Done,
+                    Some(Value::String(p)) if p == "error" => Phase::Error,
+                    _ => {
+                        return Err(Error::event(
+                            "a heartbeat's phase must be \"starting\", \"done\" or \"error\"",
+                        ));
+                    }
+                };
+                EventKind::Heartbeat(phase)
+            }
+            "assistant" => match field("text") {
+                Some(Value::String(t)) => EventKind::Assistant(t.clone()),
+                Some(v) => {
+                    return Err(Error::event(format!(
+                        "assistant text must be a string, not {}",
+                        type_name(v)
+                    )));
+                }
+                None => return Err(Error::event("an assistant event needs a \"text\"")),
+            },
+            "tool_use" => match field("name") {
+                Some(Value::String(n)) => EventKind::ToolUse(n.clone()),
+                Some(v) => {
+                    return Err(Error::event(format!(
+                        "tool_use name must be a string, not {}",
+                        type_name(v)
+                    )));
+                }
+                None => return Err(Error::event("a tool_use event needs a \"name\"")),
+            },
+            "usage" => {
+                let model = match field("model") {
+                    None => None,
+                    Some(Value::String(m)) => Some(m.clone()),
+                    Some(v) => {
+                        return Err(Error::event(format!(
+                            "usage model must be a string, not {}",
+                            type_name(v)
+                        )));
+                    }
+                };
+                let Some(usage) = field("usage") else {
+                    return Err(Error::event("a usage event needs a \"usage\" object"));
+                };
+                // Providers add keys of their own (service_tier, cache_creation, ...): only the
+                // four counts are read, and only their types matter.
+                let f = Fields::open(usage, "usage", Error::InvalidEvent)?;
+                EventKind::Usage {
+                    model,
+                    usage: Usage {
+                        input_tokens: f.u64_or("input_tokens", 0)?,
+                        output_tokens: f.u64_or("output_tokens", 0)?,
+                        cache_creation_input_tokens: f.u64_or("cache_creation_input_tokens", 0)?,
+                        cache_read_input_tokens: f.u64_or("cache_read_input_tokens", 0)?,
+                    },
+                }
+            }
+            other => EventKind::Unknown(other.to_string()),
+        };
+        Ok(AgentEvent { task_id, kind })
+    }
+}
+
+/// Why a task was halted, with the counters (SPEC 4's table).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HaltReason {
+    /// More tool calls than the cap.
+    ToolCallLimit {
+        /// Tool calls made.
+        actual: u64,
+        /// The cap.
+        limit: u64,
+    },
+    /// More spend than the cap.
+    TokenSpendLimit {
+        /// Spend in cents.
+        actual_cents: f64,
+        /// The cap.
+        limit_cents: u64,
+    },
+    /// Longer than the duration limit.
+    DurationLimit {
+        /// Seconds since the task started.
+        actual_secs: f64,
+        /// The limit.
+        limit_secs: u64,
+    },
+    /// Silent for longer than the idle limit.
+    IdleTimeout {
+        /// Seconds since the last event.
+        idle_secs: f64,
+        /// The limit.
+        limit_secs: u64,
+    },
+    /// The last outputs were near-identical.
+    OutputLoop {
+        /// Outputs compared.
+        window_size: u32,
+        /// The smallest Jaccard similarity of consecutive pairs.
+        similarity_jaccard: f64,
+        /// The threshold.
+        threshold: f64,
+    },
+}
+
+impl HaltReason {
+    /// `ToolCallLimit`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HaltReason::ToolCallLimit { .. } => "ToolCallLimit",
+            HaltReason::TokenSpendLimit { .. } => "TokenSpendLimit",
+            HaltReason::DurationLimit { .. } => "DurationLimit",
+            HaltReason::IdleTimeout { .. } => "IdleTimeout",
+            HaltReason::OutputLoop { .. } => "OutputLoop",
+        }
+    }
+
+    /// The machine-readable slug (`tool_call_limit`, ...).
+    pub fn slug(&self) -> &'static str {
+        match self {
+            HaltReason::ToolCallLimit { .. } => "tool_call_limit",
+            HaltReason::TokenSpendLimit { .. } => "token_spend_limit",
+            HaltReason::DurationLimit { .. } => "duration_limit",
+            HaltReason::IdleTimeout { .. } => "idle_timeout",
+            HaltReason::OutputLoop { .. } => "output_loop",
+        }
+    }
+
+    /// The counters in words (`tool calls: 51 of 50`).
+    pub fn message(&self) -> String {
+        match self {
+            HaltReason::ToolCallLimit { actual, limit } => {
+                format!("tool calls: {actual} of {limit}")
+            }
+            HaltReason::TokenSpendLimit {
+                actual_cents,
+                limit_cents,
+            } => format!(
+                "token spend: {}¢ of {limit_cents}¢",
+                format_decimal(*actual_cents, 4)
+            ),
+            HaltReason::DurationLimit {
+                actual_secs,
+                limit_secs,
+            } => format!(
+                "duration: {}s of {limit_secs}s",
+                format_decimal(*actual_secs, 3)
+            ),
+            HaltReason::IdleTimeout {
+                idle_secs,
+                limit_secs,
+            } => format!("idle: {}s of {limit_secs}s", format_decimal(*idle_secs, 3)),
+            HaltReason::OutputLoop {
+                window_size,
+                similarity_jaccard,
+                ..
+            } => format!("{window_size} near-identical outputs (jaccard {similarity_jaccard:.2})"),
+        }
+    }
+}
+
+/// A halt: which task, and why. Serializes as `{kind, slug, taskId, message, ...counters}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Halt {
+    /// The halted task.
+    pub task_id: String,
+    /// Why.
+    pub reason: HaltReason,
+}
+
+impl Halt {
+    /// The halt as JSON.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl Serialize for Halt {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("kind", self.reason.kind())?;
+        m.serialize_entry("slug", self.reason.slug())?;
+        m.serialize_entry("taskId", &self.task_id)?;
+        m.serialize_entry("message", &self.reason.message())?;
+        match &self.reason {
+            HaltReason::ToolCallLimit { actual, limit } => {
+                m.serialize_entry("actual", actual)?;
+                m.serialize_entry("limit", limit)?;
+            }
+            HaltReason::TokenSpendLimit {
+                actual_cents,
+                limit_cents,
+            } => {
+                m.serialize_entry("actualCents", actual_cents)?;
+                m.serialize_entry("limitCents", limit_cents)?;
+            }
+            HaltReason::DurationLimit {
+                actual_secs,
+                limit_secs,
+            } => {
+                m.serialize_entry("actualSecs", actual_secs)?;
+                m.serialize_entry("limitSecs", limit_secs)?;
+            }
+            HaltReason::IdleTimeout {
+                idle_secs,
+                limit_secs,
+            } => {
+                m.serialize_entry("idleSecs", idle_secs)?;
+                m.serialize_entry("limitSecs", limit_secs)?;
+            }
+            HaltReason::OutputLoop {
+                window_size,
+                similarity_jaccard,
+                threshold,
+            } => {
+                m.serialize_entry("windowSize", window_size)?;
+                m.serialize_entry("similarityJaccard", similarity_jaccard)?;
+                m.serialize_entry("threshold", threshold)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// One task in the live snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSnapshot {
+    /// The task id.
+    pub task_id: String,
+    /// Tool calls so far.
+    pub tool_calls: u64,
+    /// Spend so far, in cents.
+    pub spend_cents: f64,
+    /// Seconds since it started.
+    pub duration_secs: f64,
+    /// Seconds since its last event.
+    pub idle_secs: f64,
+    /// Whether it has been halted.
+    pub halted: bool,
+}
+
+/// The live breaker snapshot of seed 003.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetSnapshot {
+    /// Open tasks in the order they were opened.
+    pub tasks: Vec<TaskSnapshot>,
+    /// The active-task stack, bottom first.
+    pub stack: Vec<String>,
+    /// Events of unknown type seen.
+    pub ignored_events: u64,
+}
+
+#[derive(Debug)]
+struct Task {
+    id: String,
+    started_at: u64,
+    last_event_at: u64,
+    tool_calls: u64,
+    spend_cents: f64,
+    /// Token-hash sets of the last `loopWindow` assistant outputs.
+    outputs: VecDeque<Vec<u64>>,
+    halted: bool,
+}
+
+impl Task {
+    fn new(id: String, now: u64) -> Self {
+        Task {
+            id,
+            started_at: now,
+            last_event_at: now,
+            tool_calls: 0,
+            spend_cents: 0.0,
+            outputs: VecDeque::new(),
+            halted: false,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Open tasks by opening sequence number.
+    tasks: BTreeMap<u64, Task>,
+    by_id: HashMap<String, u64>,
+    next_seq: u64,
+    stack: Vec<String>,
+    ignored_events: u64,
+    last_event_at: Option<u64>,
+}
+
+impl Inner {
+    fn open(&mut self, id: &str, now: u64) -> &mut Task {
+        let seq = match self.by_id.get(id) {
+            Some(&seq) => seq,
+            None => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.by_id.insert(id.to_string(), seq);
+                self.tasks.insert(seq, Task::new(id.to_string(), now));
+                seq
+            }
+        };
+        self.tasks
+            .entry(seq)
+            .or_insert_with(|| Task::new(id.to_string(), now))
+    }
+
+    fn close(&mut self, id: &str) {
+        if let Some(seq) = self.by_id.remove(id) {
+            self.tasks.remove(&seq);
+        }
+        self.stack.retain(|t| t != id);
+    }
+
+    /// The idle reference time of a task: the session idles from the last event of any kind.
+    fn idle_since(&self, task: &Task) -> u64 {
+        if task.id == SESSION_TASK {
+            self.last_event_at.unwrap_or(task.last_event_at)
+        } else {
+            task.last_event_at
+        }
+    }
+}
+
+/// Watches an agent's event stream and halts tasks that exceed their budgets (SPEC 4).
+pub struct BudgetBreaker {
+    config: BudgetConfig,
+    clock: SharedClock,
+    inner: Mutex<Inner>,
+    listeners: Listeners,
+}
+
+impl fmt::Debug for BudgetBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BudgetBreaker")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BudgetBreaker {
+    /// A breaker on the system clock.
+    pub fn new(config: BudgetConfig) -> Result<Self> {
+        Self::with_clock(config, SystemClock::shared())
+    }
+
+    /// A breaker reading time from `clock`.
+    pub fn with_clock(config: BudgetConfig, clock: SharedClock) -> Result<Self> {
+        config.validate()?;
+        Ok(BudgetBreaker {
+            config,
+            clock,
+            inner: Mutex::new(Inner::default()),
+            listeners: Listeners::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BudgetConfig {
+        &self.config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn emit_halts(&self, halts: &[Halt], now: u64) {
+        if halts.is_empty() || self.listeners.is_empty() {
+            return;
+        }
+        let events: Vec<Event> = halts
+            .iter()
+            .map(|h| Event::Halt {
+                halt: h.clone(),
+                at_ms: now,
+            })
+            .collect();
+        self.listeners.emit(&events);
+    }
+
+    /// Validates and ingests one JSON event; returns the halt it caused, if any.
+    pub fn ingest(&self, event: &Value) -> Result<Option<Halt>> {
+        let event = AgentEvent::from_json(event)?;
+        self.ingest_event(&event)
+    }
+
+    /// Ingests one validated event; returns the halt it caused, if any. Fails only when the event
+    /// would open more than [`MAX_OPEN_TASKS`] tasks (`INVALID_EVENT`).
+    pub fn ingest_event(&self, event: &AgentEvent) -> Result<Option<Halt>> {
+        let now = self.clock.now_ms();
+        let halt = self.ingest_at(event, now)?;
+        if let Some(h) = &halt {
+            self.emit_halts(std::slice::from_ref(h), now);
+        }
+        Ok(halt)
+    }
+
+    /// Ingests several validated events, all or nothing with respect to the task cap.
+    pub(crate) fn ingest_all(&self, events: &[AgentEvent], halts: &mut Vec<Halt>) -> Result<()> {
+        let now = self.clock.now_ms();
+        {
+            let inner = self.lock();
+            let new_ids: std::collections::HashSet<&str> = events
+                .iter()
+                .filter_map(|e| self.target(&inner, e))
+                .filter(|id| !inner.by_id.contains_key(*id))
+                .collect();
+            if inner.tasks.len() + new_ids.len() > MAX_OPEN_TASKS {
+                return Err(too_many_tasks());
+            }
+        }
+        for e in events {
+            if let Some(h) = self.ingest_at(e, now)? {
+                halts.push(h);
+            }
+        }
+        Ok(())
+    }
+
+    /// The task an event opens or counts for; `None` for unknown events and closing heartbeats.
+    fn target<'a>(&self, inner: &'a Inner, event: &'a AgentEvent) -> Option<&'a str> {
+        match &event.kind {
+            EventKind::Unknown(_) => None,
+            EventKind::Heartbeat(Phase::Done | Phase::Error) => None,
+            _ => Some(match &event.task_id {
+                Some(id) => id.as_str(),
+                None => inner.stack.last().map_or(SESSION_TASK, |s| s.as_str()),
+            }),
+        }
+    }
+
+    fn ingest_at(&self, event: &AgentEvent, now: u64) -> Result<Option<Halt>> {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        if let EventKind::Unknown(_) = event.kind {
+            inner.ignored_events += 1;
+            return Ok(None);
+        }
+        let target = self.target(inner, event).map(str::to_string);
+        if let Some(id) = &target
+            && !inner.by_id.contains_key(id)
+            && inner.tasks.len() >= MAX_OPEN_TASKS
+        {
+            return Err(too_many_tasks());
+        }
+        inner.last_event_at = Some(now);
+        let id = match (&event.kind, target) {
+            (EventKind::Heartbeat(_), None) => {
+                // done / error: drop the task wherever it is, halted or not.
+                if let Some(id) = &event.task_id {
+                    inner.close(id);
+                }
+                return Ok(None);
+            }
+            (_, Some(id)) => id,
+            (_, None) => return Ok(None),
+        };
+        let task = inner.open(&id, now);
+        task.last_event_at = now;
+        if let EventKind::Heartbeat(Phase::Starting) = event.kind {
+            if !inner.stack.iter().any(|t| *t == id) {
+                inner.stack.push(id.clone());
+            }
+            return Ok(None);
+        }
+        if task.halted {
+            return Ok(None);
+        }
+        let c = &self.config;
+        let reason = match &event.kind {
+            EventKind::ToolUse(_) => {
+                task.tool_calls = task.tool_calls.saturating_add(1);
+                (task.tool_calls > c.max_tool_calls_per_task).then_some(HaltReason::ToolCallLimit {
+                    actual: task.tool_calls,
+                    limit: c.max_tool_calls_per_task,
+                })
+            }
+            EventKind::Usage { model, usage } => {
+                task.spend_cents += usage.cost_cents(&c.price_for(model.as_deref()));
+                (task.spend_cents > c.max_token_spend_cents_per_task as f64).then_some(
+                    HaltReason::TokenSpendLimit {
+                        actual_cents: task.spend_cents,
+                        limit_cents: c.max_token_spend_cents_per_task,
+                    },
+                )
+            }
+            EventKind::Assistant(text) => {
+                if task.outputs.len() >= c.loop_window as usize {
+                    task.outputs.pop_front();
+                }
+                task.outputs
+                    .push_back(token_set(text, c.max_tokens_per_output as usize));
+                output_loop(&task.outputs, c)
+            }
+            _ => None,
+        };
+        let reason = reason.or_else(|| duration_halt(task, now, c));
+        Ok(reason.map(|reason| {
+            task.halted = true;
+            Halt {
+                task_id: id,
+                reason,
+            }
+        }))
+    }
+
+    /// Checks duration and idle time of every open task (call it about once a second).
+    pub fn tick(&self) -> Vec<Halt> {
+        let now = self.clock.now_ms();
+        let halts = self.tick_at(now);
+        self.emit_halts(&halts, now);
+        halts
+    }
+
+    fn tick_at(&self, now: u64) -> Vec<Halt> {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let c = &self.config;
+        let mut halts = Vec::new();
+        let idle_refs: Vec<u64> = inner.tasks.values().map(|t| inner.idle_since(t)).collect();
+        for (task, idle_since) in inner.tasks.values_mut().zip(idle_refs) {
+            if task.halted {
+                continue;
+            }
+            let idle_ms = elapsed(idle_since, now);
+            let reason = duration_halt(task, now, c).or_else(|| {
+                (idle_ms > c.max_idle_secs.saturating_mul(1000)).then_some(
+                    HaltReason::IdleTimeout {
+                        idle_secs: idle_ms as f64 / 1000.0,
+                        limit_secs: c.max_idle_secs,
+                    },
+                )
+            });
+            if let Some(reason) = reason {
+                task.halted = true;
+                halts.push(Halt {
+                    task_id: task.id.clone(),
+                    reason,
+                });
+            }
+        }
+        halts
+    }
+
+    /// The live snapshot: open tasks, the stack, ignored events.
+    pub fn snapshot(&self) -> BudgetSnapshot {
+        let now = self.clock.now_ms();
+        let inner = self.lock();
+        BudgetSnapshot {
+            tasks: inner
+                .tasks
+                .values()
+                .map(|t| TaskSnapshot {
+                    task_id: t.id.clone(),
+                    tool_calls: t.tool_calls,
+                    spend_cents: t.spend_cents,
+                    duration_secs: elapsed(t.started_at, now) as f64 / 1000.0,
+                    idle_secs: elapsed(inner.idle_since(t), now) as f64 / 1000.0,
+                    halted: t.halted,
+                })
+                .collect(),
+            stack: inner.stack.clone(),
+            ignored_events: inner.ignored_events,
+        }
+    }
+
+    /// Forgets every task, the stack and the counters.
+    pub fn reset(&self) {
+        *self.lock() = Inner::default();
+    }
+
+    /// Adds a listener for `halt` events.
+    pub fn add_listener(&self, listener: Listener) -> ListenerId {
+        self.listeners.add(listener)
+    }
+
+    /// Removes a listener.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.listeners.remove(id)
+    }
+
+    /// How many listener calls failed.
+    pub fn listener_errors(&self) -> u64 {
+        self.listeners.error_count()
+    }
+}
+
+fn too_many_tasks() -> Error {
+    Error::event(format!(
+        "more than {MAX_OPEN_TASKS} tasks would be open; close tasks with a done heartbeat"
+    ))
+}
+
+fn duration_halt(task: &Task, now: u64, c: &BudgetConfig) -> Option<HaltReason> {
+    let ran = elapsed(task.started_at, now);
+    (ran > c.max_task_duration_secs.saturating_mul(1000)).then_some(HaltReason::DurationLimit {
+        actual_secs: ran as f64 / 1000.0,
+        limit_secs: c.max_task_duration_secs,
+    })
+}
+
+/// The whitespace tokens of `text` (the first `max` of them) as a sorted set of 64-bit hashes.
+pub(crate) fn token_set(text: &str, max: usize) -> Vec<u64> {
+    let mut set: Vec<u64> = text
+        .split_whitespace()
+        .take(max)
+        .map(|token| {
+            let mut h = DefaultHasher::new();
+            token.hash(&mut h);
+            h.finish()
+        })
+        .collect();
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
+/// Jaccard similarity of two sorted sets; two empty sets compare as 1.0.
+pub(crate) fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    common as f64 / (a.len() + b.len() - common) as f64
+}
+
+fn output_loop(outputs: &VecDeque<Vec<u64>>, c: &BudgetConfig) -> Option<HaltReason> {
+    if outputs.len() < c.loop_window as usize {
+        return None;
+    }
+    let smallest = outputs
+        .iter()
+        .zip(outputs.iter().skip(1))
+        .map(|(a, b)| jaccard(a, b))
+        .fold(f64::INFINITY, f64::min);
+    (smallest >= c.similarity_jaccard_threshold).then_some(HaltReason::OutputLoop {
+        window_size: c.loop_window,
+        similarity_jaccard: smallest,
+        threshold: c.similarity_jaccard_threshold,
+    })
+}

@@ -1,0 +1,199 @@
+//! Events pushed to listeners, and the isolated listener registry every breaker embeds.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+
+use crate::budget::Halt;
+use crate::state::State;
+
+/// Something a breaker tells its listeners.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Event {
+    /// The breaker moved from one state to another.
+    StateChange {
+        /// The state before.
+        from: State,
+        /// The state after.
+        to: State,
+        /// Why, in words for people.
+        reason: String,
+        /// Clock time of the change.
+        at_ms: u64,
+    },
+    /// A warning (the FailureBreaker's approaching-threshold warning, a skipped fix-plan step, a
+    /// failed save).
+    Warning {
+        /// The warning text.
+        message: String,
+        /// Clock time of the warning.
+        at_ms: u64,
+    },
+    /// A BudgetBreaker halt.
+    Halt {
+        /// The halt, as `ingest`/`tick` return it.
+        halt: Halt,
+        /// Clock time of the halt.
+        at_ms: u64,
+    },
+}
+
+impl Event {
+    /// The event as JSON (`{"type": "stateChange", ...}`).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// What a listener returns: an error is counted in `listener_errors` and otherwise ignored.
+pub type ListenerResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// A listener callback.
+pub type Listener = Arc<dyn Fn(&Event) -> ListenerResult + Send + Sync>;
+
+/// Identifies a listener for removal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ListenerId(u64);
+
+/// A set of listeners, called outside the owner's locks, each isolated from the others and from
+/// the owner: a listener that errors or panics is counted and skipped.
+#[derive(Default)]
+pub struct Listeners {
+    list: RwLock<Vec<(ListenerId, Listener)>>,
+    next_id: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl fmt::Debug for Listeners {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Listeners")
+            .field("count", &self.len())
+            .field("errors", &self.error_count())
+            .finish()
+    }
+}
+
+impl Listeners {
+    /// Adds a listener.
+    pub fn add(&self, listener: Listener) -> ListenerId {
+        let id = ListenerId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.list
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id, listener));
+        id
+    }
+
+    /// Removes a listener; false when it was not there.
+    pub fn remove(&self, id: ListenerId) -> bool {
+        let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
+        let before = list.len();
+        list.retain(|(i, _)| *i != id);
+        list.len() != before
+    }
+
+    /// How many listeners are registered.
+    pub fn len(&self) -> usize {
+        self.list.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// True when no listener is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many listener calls failed (returned an error or panicked).
+    pub fn error_count(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Calls every listener with every event, in order. Must be called without holding the
+    /// owner's state lock, so listeners may call back into the owner.
+    pub fn emit(&self, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        // Clone the list so a listener may add or remove listeners without deadlocking.
+        let list: Vec<Listener> = {
+            let guard = self.list.read().unwrap_or_else(|p| p.into_inner());
+            if guard.is_empty() {
+                return;
+            }
+            guard.iter().map(|(_, l)| Arc::clone(l)).collect()
+        };
+        for event in events {
+            for listener in &list {
+                let outcome = catch_unwind(AssertUnwindSafe(|| listener(event)));
+                if !matches!(outcome, Ok(Ok(()))) {
+                    self.errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn warning(n: u64) -> Event {
+        Event::Warning {
+            message: format!("w{n}"),
+            at_ms: n,
+        }
+    }
+
+    #[test]
+    fn failing_and_panicking_listeners_are_isolated_and_counted() {
+        let l = Listeners::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        l.add(Arc::new(|_| Err("boom".into())));
+        l.add(Arc::new(|_| panic!("listener panic")));
+        let s = Arc::clone(&seen);
+        l.add(Arc::new(move |e| {
+            s.lock().unwrap().push(e.clone());
+            Ok(())
+        }));
+        l.emit(&[warning(1), warning(2)]);
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        assert_eq!(l.error_count(), 4);
+    }
+
+    #[test]
+    fn remove_listener() {
+        let l = Listeners::default();
+        let id = l.add(Arc::new(|_| Ok(())));
+        assert_eq!(l.len(), 1);
+        assert!(l.remove(id));
+        assert!(!l.remove(id));
+        assert!(l.is_empty());
+    }
+
+    #[test]
+    fn event_json_shape() {
+        let e = Event::StateChange {
+            from: State::Closed,
+            to: State::Open,
+            reason: "5 consecutive failures detected".into(),
+            at_ms: 7,
+        };
+        assert_eq!(
+            e.to_json(),
+            serde_json::json!({"type": "stateChange", "from": "CLOSED", "to": "OPEN",
+                "reason": "5 consecutive failures detected", "atMs": 7})
+        );
+        assert_eq!(
+            warning(3).to_json(),
+            serde_json::json!({"type": "warning", "message": "w3", "atMs": 3})
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! Error fingerprints (SPEC 6): which error texts count as "the same error".
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::text::cap_error;
+
+/// How error texts are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorMatch {
+    /// The trimmed text.
+    Exact,
+    /// Whitespace collapsed; numbers, hex ids, UUIDs, timestamps and `line:col` pairs become `#`.
+    #[default]
+    Normalized,
+    /// Normalized, plus quoted strings become `<str>` and path-like tokens `<path>`.
+    Template,
+}
+
+impl ErrorMatch {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorMatch::Exact => "exact",
+            ErrorMatch::Normalized => "normalized",
+            ErrorMatch::Template => "template",
+        }
+    }
+}
+
+impl fmt::Display for ErrorMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ErrorMatch {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "exact" => Ok(ErrorMatch::Exact),
+            "normalized" => Ok(ErrorMatch::Normalized),
+            "template" => Ok(ErrorMatch::Template),
+            other => Err(Error::config(format!(
+                "errorMatch must be \"exact\", \"normalized\" or \"template\", not {other:?}"
+            ))),
+        }
+    }
+}
+
+fn re(pattern: &str) -> Regex {
+    // The patterns are constants checked by the tests below.
+    #[allow(clippy::expect_used)]
+    Regex::new(pattern).expect("valid built-in pattern")
+}
+
+static UUID: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"));
+static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?",
+        r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"
+    ))
+});
+static HEX_ID: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(?:0x)?[0-9a-f]{8,}\b"));
+static LINE_COL: LazyLock<Regex> = LazyLock::new(|| re(r"\d+:\d+"));
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"\d+(?:\.\d+)?"));
+static QUOTED: LazyLock<Regex> =
+    LazyLock::new(|| re(r#"(^|[^\w])(?:'[^'\n]*'|"[^"\n]*"|`[^`\n]*`)"#));
+static DOTTED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^[A-Za-z0-9_#-]*[A-Za-z][A-Za-z0-9_#-]*(?:\.[A-Za-z0-9_#-]+)+$"));
+
+/// The fingerprint of `error` under `mode`. The text is first cut to 4096 bytes.
+pub fn fingerprint(error: &str, mode: ErrorMatch) -> String {
+    let text = cap_error(error);
+    match mode {
+        ErrorMatch::Exact => text.trim().to_string(),
+        ErrorMatch::Normalized => normalize(text),
+        ErrorMatch::Template => template(&normalize(text)),
+    }
+}
+
+fn normalize(text: &str) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let s = UUID.replace_all(&collapsed, "#");
+    let s = TIMESTAMP.replace_all(&s, "#");
+    let s = HEX_ID.replace_all(&s, "#");
+    let s = LINE_COL.replace_all(&s, "#");
+    NUMBER.replace_all(&s, "#").into_owned()
+}
+
+fn template(normalized: &str) -> String {
+    let unquoted = QUOTED.replace_all(normalized, "${1}<str>");
+    unquoted
+        .split(' ')
+        .map(template_token)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn template_token(token: &str) -> String {
+    const LEADING: &[char] = &['(', '[', '{', '<', ',', ';', ':'];
+    const TRAILING: &[char] = &[')', ']', '}', '>', ',', ';', ':', '.'];
+    let start = token.len() - token.trim_start_matches(LEADING).len();
+    let core_and_tail = &token[start..];
+    let core = core_and_tail.trim_end_matches(TRAILING);
+    if core.is_empty() || core == "<str>" {
+        return token.to_string();
+    }
+    let path_like = core.contains('/') || core.contains('\\') || DOTTED.is_match(core);
+    if !path_like {
+        return token.to_string();
+    }
+    format!("{}<path>{}", &token[..start], &core_and_tail[core.len()..])
+}
+
+/// The most distinct fingerprints an error-count map keeps (SPEC 6).
+pub const MAX_ERROR_KEYS: usize = 1024;
+
+/// Counts per fingerprint, bounded to [`MAX_ERROR_KEYS`] keys: when a new key would exceed the
+/// bound, the key inserted earliest is evicted.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ErrorCounts {
+    counts: HashMap<String, u64>,
+    order: VecDeque<String>,
+}
+
+impl ErrorCounts {
+    /// Adds one to `key` and returns its new count.
+    pub(crate) fn increment(&mut self, key: String) -> u64 {
+        if let Some(count) = self.counts.get_mut(&key) {
+            *count = count.saturating_add(1);
+            return *count;
+        }
+        if self.order.len() >= MAX_ERROR_KEYS
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.counts.remove(&oldest);
+        }
+        self.order.push_back(key.clone());
+        self.counts.insert(key, 1);
+        1
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.counts.clear();
+        self.order.clear();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The counts with sorted keys, as `getStatus` reports them.
+    pub(crate) fn to_map(&self) -> BTreeMap<String, u64> {
+        self.counts.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    }
+
+    /// Rebuilds from a map (a snapshot), keeping at most [`MAX_ERROR_KEYS`] keys.
+    pub(crate) fn from_map(map: &BTreeMap<String, u64>) -> Self {
+        let mut out = ErrorCounts::default();
+        for (k, v) in map.iter().take(MAX_ERROR_KEYS) {
+            out.order.push_back(k.clone());
+            out.counts.insert(k.clone(), *v);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> String {
+        fingerprint(s, ErrorMatch::Normalized)
+    }
+
+    fn t(s: &str) -> String {
+        fingerprint(s, ErrorMatch::Template)
+    }
+
+    #[test]
+    fn exact_only_trims() {
+        assert_eq!(
+            fingerprint("  Path not found \n", ErrorMatch::Exact),
+            "Path not found"
+        );
+        assert_eq!(fingerprint("a  b 12", ErrorMatch::Exact), "a  b 12");
+    }
+
+    #[test]
+    fn normalized_replaces_variable_parts() {
+        assert_eq!(n("Timeout   after 30s\n"), "Timeout after #s");
+        assert_eq!(n("error at main.rs:12:34"), "error at main.rs:#");
+        assert_eq!(
+            n("request 550e8400-e29b-41d4-a716-446655440000 failed"),
+            "request # failed"
+        );
+        assert_eq!(n("at 2024-01-02T03:04:05.123Z boom"), "at # boom");
+        assert_eq!(n("at 2024-01-02 03:04:05+02:00 boom"), "at # boom");
+        assert_eq!(n("at 03:04:05 boom"), "at # boom");
+        assert_eq!(n("object 0x7ffd5e8c gone"), "object # gone");
+        assert_eq!(n("commit deadbeef1 missing"), "commit # missing");
+        assert_eq!(
+            n("took 1.5 seconds, 3 retries"),
+            "took # seconds, # retries"
+        );
+        assert_eq!(n("Path not found"), "Path not found");
+    }
+
+    #[test]
+    fn template_merges_paths_and_quotes() {
+        assert_eq!(
+            t("Path not found: ServerScriptService.MainScript"),
+            "Path not found: <path>"
+        );
+        assert_eq!(
+            t("Path not found: ServerScriptService.MainHandler"),
+            t("Path not found: ServerScriptService.Scripts.Main")
+        );
+        assert_eq!(t("No such file: src/main.rs"), "No such file: <path>");
+        assert_eq!(t("cannot open (foo.py)."), "cannot open (<path>).");
+        assert_eq!(t("KeyError: 'user_id'"), "KeyError: <str>");
+        assert_eq!(t(r#"File "/tmp/x.py", line 3"#), "File <str>, line #");
+        assert_eq!(t("can't find module 'x'"), "can't find module <str>");
+        assert_eq!(t("plain words only"), "plain words only");
+        assert_eq!(t("version 1.2 bad"), "version # bad");
+    }
+
+    #[test]
+    fn hostile_input_is_capped() {
+        let big = "x".repeat(10 * 1024 * 1024);
+        assert!(n(&big).len() <= crate::text::MAX_ERROR_BYTES);
+        assert!(t(&big).len() <= crate::text::MAX_ERROR_BYTES);
+    }
+
+    #[test]
+    fn error_counts_are_bounded() {
+        let mut c = ErrorCounts::default();
+        for i in 0..100_000 {
+            c.increment(format!("e{i}"));
+        }
+        assert_eq!(c.len(), MAX_ERROR_KEYS);
+        assert_eq!(c.increment("e99999".into()), 2);
+        assert_eq!(c.increment("e0".into()), 1);
+        assert_eq!(c.len(), MAX_ERROR_KEYS);
+    }
+}

@@ -1,0 +1,676 @@
+//! Exit strategies and fix plans (SPEC 5, seed 002): when is the loop done?
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::analyzer::Analysis;
+use crate::clock::{SharedClock, SystemClock};
+use crate::error::{Error, Result};
+use crate::events::{Event, Listener, ListenerId, Listeners};
+use crate::json::{Fields, type_name};
+use crate::state::State;
+use crate::text::truncate;
+
+/// The most steps a fix plan holds.
+pub const MAX_PLAN_STEPS: usize = 10_000;
+/// The longest step description kept, in bytes.
+pub const MAX_STEP_DESCRIPTION_BYTES: usize = 4096;
+
+/// Why a loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReason {
+    /// `auto`: the response says the work is complete.
+    Completed,
+    /// `done_signals`: confidence accumulated over recent iterations.
+    DoneSignals,
+    /// `fix_plan`: every step completed.
+    PlanComplete,
+    /// `fix_plan`: every step completed or skipped, some skipped.
+    PlanExhausted,
+    /// The circuit breaker opened.
+    CircuitOpen,
+    /// The loop reached `maxIterations`.
+    MaxIterations,
+    /// A budget halt.
+    BudgetExceeded,
+}
+
+impl ExitReason {
+    /// The JSON spelling (`completed`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitReason::Completed => "completed",
+            ExitReason::DoneSignals => "done_signals",
+            ExitReason::PlanComplete => "plan_complete",
+            ExitReason::PlanExhausted => "plan_exhausted",
+            ExitReason::CircuitOpen => "circuit_open",
+            ExitReason::MaxIterations => "max_iterations",
+            ExitReason::BudgetExceeded => "budget_exceeded",
+        }
+    }
+
+    /// Whether this ending is a success (`completed`, `done_signals`, `plan_complete`).
+    pub fn is_success(self) -> bool {
+        matches!(
+            self,
+            ExitReason::Completed | ExitReason::DoneSignals | ExitReason::PlanComplete
+        )
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A strategy's answer for one iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ExitDecision {
+    /// Whether to exit.
+    pub exit: bool,
+    /// Why, when exiting.
+    pub reason: Option<ExitReason>,
+}
+
+impl ExitDecision {
+    const CONTINUE: ExitDecision = ExitDecision {
+        exit: false,
+        reason: None,
+    };
+
+    fn exit(reason: ExitReason) -> Self {
+        ExitDecision {
+            exit: true,
+            reason: Some(reason),
+        }
+    }
+}
+
+/// One step of a fix plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FixStep {
+    /// What the step is.
+    pub description: String,
+    /// Whether a response completed it.
+    pub completed: bool,
+    /// Whether it was given up after `max_attempts`.
+    pub skipped: bool,
+    /// Responses that did not complete it.
+    pub attempts: u32,
+    /// Attempts before it is skipped (>= 1).
+    pub max_attempts: u32,
+}
+
+impl FixStep {
+    /// A fresh step.
+    pub fn new(description: impl Into<String>, max_attempts: u32) -> Self {
+        FixStep {
+            description: truncate(&description.into(), MAX_STEP_DESCRIPTION_BYTES).to_string(),
+            completed: false,
+            skipped: false,
+            attempts: 0,
+            max_attempts,
+        }
+    }
+
+    fn open(&self) -> bool {
+        !self.completed && !self.skipped
+    }
+}
+
+/// A fix plan: steps worked on in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FixPlan {
+    /// The steps.
+    pub steps: Vec<FixStep>,
+}
+
+static CHECKLIST_ITEM: OnceLock<Regex> = OnceLock::new();
+
+impl FixPlan {
+    /// Reads a markdown checklist: `- [ ]` items are open, `- [x]` items completed (also `*`/`+`
+    /// bullets and `[X]`, indented or not); other lines are ignored.
+    pub fn from_markdown(text: &str, max_attempts: u32) -> Result<Self> {
+        let item = CHECKLIST_ITEM.get_or_init(|| {
+            #[allow(clippy::expect_used)]
+            Regex::new(r"^\s*[-*+]\s+\[([ xX])\]\s*(.*?)\s*$").expect("valid built-in pattern")
+        });
+        let mut steps = Vec::new();
+        for line in text.lines() {
+            if let Some(c) = item.captures(line) {
+                if steps.len() >= MAX_PLAN_STEPS {
+                    return Err(Error::config(format!(
+                        "a fix plan holds at most {MAX_PLAN_STEPS} steps"
+                    )));
+                }
+                let mut step = FixStep::new(&c[2], max_attempts);
+                step.completed = &c[1] != " ";
+                steps.push(step);
+            }
+        }
+        Ok(FixPlan { steps })
+    }
+
+    /// The index of the step being worked on, `None` when none is left.
+    pub fn current_step(&self) -> Option<usize> {
+        self.steps.iter().position(FixStep::open)
+    }
+}
+
+/// [`ExitStrategy::plan_status`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStatus {
+    /// The steps.
+    pub steps: Vec<FixStep>,
+    /// The index of the step being worked on.
+    pub current_step: Option<usize>,
+}
+
+/// How a composite combines its members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompositeMode {
+    /// Exit when any member fires this iteration.
+    #[default]
+    Any,
+    /// Exit once every member has fired at least once.
+    All,
+}
+
+/// A strategy configuration (JSON: `{"type": "auto", ...}`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StrategyConfig {
+    /// Exit when a completion signal is detected with at least `threshold` confidence.
+    Auto {
+        /// Default 70.
+        threshold: u32,
+    },
+    /// Exit when the confidences of the last `window` iterations sum to `threshold`.
+    DoneSignals {
+        /// Default 40.
+        threshold: u32,
+        /// Default 5.
+        window: u32,
+    },
+    /// Work through a fix plan.
+    FixPlan(FixPlan),
+    /// Exit when the circuit is OPEN.
+    CircuitBreaker,
+    /// Combine strategies.
+    Composite {
+        /// `any` or `all`.
+        mode: CompositeMode,
+        /// The members, in order.
+        members: Vec<StrategyConfig>,
+    },
+}
+
+impl Default for StrategyConfig {
+    fn default() -> Self {
+        StrategyConfig::Auto { threshold: 70 }
+    }
+}
+
+const MAX_COMPOSITE_DEPTH: usize = 16;
+
+impl StrategyConfig {
+    /// Reads `{type, ...}`; `null` is the default (`auto`). Problems are `INVALID_CONFIG`.
+    pub fn from_json(value: &Value) -> Result<Self> {
+        if value.is_null() {
+            return Ok(StrategyConfig::default());
+        }
+        Self::parse(value, 0)
+    }
+
+    /// Reads a fix-plan config without `type` (`{steps}` or `{markdown}`, optional `maxAttempts`).
+    pub fn fix_plan_from_json(value: &Value) -> Result<Self> {
+        let mut with_type = match value {
+            Value::Object(m) => m.clone(),
+            Value::Null => serde_json::Map::new(),
+            other => {
+                return Err(Error::config(format!(
+                    "a fix plan config must be an object, not {}",
+                    type_name(other)
+                )));
+            }
+        };
+        match with_type.get("type") {
+            None => {
+                with_type.insert("type".into(), Value::from("fix_plan"));
+            }
+            Some(Value::String(t)) if t == "fix_plan" => {}
+            Some(_) => return Err(Error::config("a fix plan config's type must be fix_plan")),
+        }
+        Self::parse(&Value::Object(with_type), 0)
+    }
+
+    fn parse(value: &Value, depth: usize) -> Result<Self> {
+        if depth > MAX_COMPOSITE_DEPTH {
+            return Err(Error::config("composite strategies nest too deeply"));
+        }
+        let kind = match value.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            Some(v) => {
+                return Err(Error::config(format!(
+                    "strategy type must be a string, not {}",
+                    type_name(v)
+                )));
+            }
+            None if value.is_object() => return Err(Error::config("a strategy needs a \"type\"")),
+            None => {
+                return Err(Error::config(format!(
+                    "a strategy config must be an object, not {}",
+                    type_name(value)
+                )));
+            }
+        };
+        let percent = |f: &Fields<'_>, key: &str, default: u64| -> Result<u32> {
+            let v = f.u64_or(key, default)?;
+            if v > 100 {
+                return Err(Error::config(format!("{key} must be between 0 and 100")));
+            }
+            Ok(v as u32)
+        };
+        match kind {
+            "auto" => {
+                let f = Fields::new(
+                    value,
+                    "auto strategy",
+                    Error::InvalidConfig,
+                    &["type", "threshold"],
+                )?;
+                Ok(StrategyConfig::Auto {
+                    threshold: percent(&f, "threshold", 70)?,
+                })
+            }
+            "done_signals" => {
+                let f = Fields::new(
+                    value,
+                    "done_signals strategy",
+                    Error::InvalidConfig,
+                    &["type", "threshold", "window"],
+                )?;
+                let threshold = f.u64_or("threshold", 40)?;
+                let window = f.u64_or("window", 5)?;
+                if threshold > 100 * window.max(1) {
+                    return Err(Error::config(
+                        "done_signals threshold can never be reached with this window",
+                    ));
+                }
+                if !(1..=1000).contains(&window) {
+                    return Err(Error::config(
+                        "done_signals window must be between 1 and 1000",
+                    ));
+                }
+                Ok(StrategyConfig::DoneSignals {
+                    threshold: threshold as u32,
+                    window: window as u32,
+                })
+            }
+            "fix_plan" => {
+                let f = Fields::new(
+                    value,
+                    "fix_plan strategy",
+                    Error::InvalidConfig,
+                    &["type", "steps", "markdown", "maxAttempts"],
+                )?;
+                let max_attempts = f.u64_or("maxAttempts", 3)?;
+                if max_attempts < 1 || max_attempts > u64::from(u32::MAX) {
+                    return Err(Error::config("maxAttempts must be >= 1"));
+                }
+                let max_attempts = max_attempts as u32;
+                let plan = match (f.get("steps"), f.str_opt("markdown")?) {
+                    (Some(_), Some(_)) => {
+                        return Err(Error::config(
+                            "give a fix plan either steps or markdown, not both",
+                        ));
+                    }
+                    (None, None) => {
+                        return Err(Error::config("a fix plan needs steps or markdown"));
+                    }
+                    (None, Some(md)) => FixPlan::from_markdown(md, max_attempts)?,
+                    (Some(steps), None) => parse_steps(steps, max_attempts)?,
+                };
+                Ok(StrategyConfig::FixPlan(plan))
+            }
+            "circuit_breaker" => {
+                Fields::new(
+                    value,
+                    "circuit_breaker strategy",
+                    Error::InvalidConfig,
+                    &["type"],
+                )?;
+                Ok(StrategyConfig::CircuitBreaker)
+            }
+            "composite" => {
+                let f = Fields::new(
+                    value,
+                    "composite strategy",
+                    Error::InvalidConfig,
+                    &["type", "mode", "members"],
+                )?;
+                let mode = match f.str_opt("mode")? {
+                    None | Some("any") => CompositeMode::Any,
+                    Some("all") => CompositeMode::All,
+                    Some(other) => {
+                        return Err(Error::config(format!(
+                            "composite mode must be \"any\" or \"all\", not {other:?}"
+                        )));
+                    }
+                };
+                let members = match f.get("members") {
+                    Some(Value::Array(items)) if !items.is_empty() => items
+                        .iter()
+                        .map(|m| Self::parse(m, depth + 1))
+                        .collect::<Result<Vec<_>>>()?,
+                    Some(Value::Array(_)) => {
+                        return Err(Error::config("a composite needs at least one member"));
+                    }
+                    Some(v) => {
+                        return Err(Error::config(format!(
+                            "composite members must be a list, not {}",
+                            type_name(v)
+                        )));
+                    }
+                    None => return Err(Error::config("a composite needs \"members\"")),
+                };
+                Ok(StrategyConfig::Composite { mode, members })
+            }
+            other => Err(Error::config(format!(
+                "unknown strategy type {other:?} (auto, done_signals, fix_plan, circuit_breaker, composite)"
+            ))),
+        }
+    }
+}
+
+fn parse_steps(steps: &Value, default_max_attempts: u32) -> Result<FixPlan> {
+    let Value::Array(items) = steps else {
+        return Err(Error::config(format!(
+            "fix plan steps must be a list, not {}",
+            type_name(steps)
+        )));
+    };
+    if items.len() > MAX_PLAN_STEPS {
+        return Err(Error::config(format!(
+            "a fix plan holds at most {MAX_PLAN_STEPS} steps"
+        )));
+    }
+    let mut plan = FixPlan::default();
+    for item in items {
+        let f = Fields::new(
+            item,
+            "fix plan step",
+            Error::InvalidConfig,
+            &["description", "completed", "attempts", "maxAttempts"],
+        )?;
+        let max_attempts = f.u64_or("maxAttempts", u64::from(default_max_attempts))?;
+        if max_attempts < 1 || max_attempts > u64::from(u32::MAX) {
+            return Err(Error::config("a step's maxAttempts must be >= 1"));
+        }
+        let attempts = f.u64_or("attempts", 0)?.min(u64::from(u32::MAX)) as u32;
+        let mut step = FixStep::new(f.str_req("description")?, max_attempts as u32);
+        step.completed = f.bool_or("completed", false)?;
+        step.attempts = attempts;
+        step.skipped = !step.completed && attempts >= step.max_attempts;
+        plan.steps.push(step);
+    }
+    Ok(plan)
+}
+
+#[derive(Debug, Clone)]
+enum Runtime {
+    Auto {
+        threshold: u32,
+    },
+    DoneSignals {
+        threshold: u32,
+        window: usize,
+        recent: VecDeque<u32>,
+    },
+    FixPlan(FixPlan),
+    CircuitBreaker,
+    Composite {
+        mode: CompositeMode,
+        members: Vec<Runtime>,
+        /// For `all`: the reason each member gave when it first fired.
+        fired: Vec<Option<ExitReason>>,
+    },
+}
+
+impl Runtime {
+    fn new(config: &StrategyConfig) -> Self {
+        match config {
+            StrategyConfig::Auto { threshold } => Runtime::Auto {
+                threshold: *threshold,
+            },
+            StrategyConfig::DoneSignals { threshold, window } => Runtime::DoneSignals {
+                threshold: *threshold,
+                window: *window as usize,
+                recent: VecDeque::new(),
+            },
+            StrategyConfig::FixPlan(plan) => Runtime::FixPlan(plan.clone()),
+            StrategyConfig::CircuitBreaker => Runtime::CircuitBreaker,
+            StrategyConfig::Composite { mode, members } => Runtime::Composite {
+                mode: *mode,
+                members: members.iter().map(Runtime::new).collect(),
+                fired: vec![None; members.len()],
+            },
+        }
+    }
+
+    fn should_exit(
+        &mut self,
+        analysis: &Analysis,
+        circuit: State,
+        now: u64,
+        events: &mut Vec<Event>,
+    ) -> ExitDecision {
+        match self {
+            Runtime::Auto { threshold } => {
+                let signal = &analysis.completion_signal;
+                if signal.detected && signal.confidence >= *threshold {
+                    ExitDecision::exit(ExitReason::Completed)
+                } else {
+                    ExitDecision::CONTINUE
+                }
+            }
+            Runtime::DoneSignals {
+                threshold,
+                window,
+                recent,
+            } => {
+                if recent.len() >= *window {
+                    recent.pop_front();
+                }
+                recent.push_back(analysis.confidence);
+                let sum: u32 = recent.iter().sum();
+                if sum >= *threshold {
+                    ExitDecision::exit(ExitReason::DoneSignals)
+                } else {
+                    ExitDecision::CONTINUE
+                }
+            }
+            Runtime::FixPlan(plan) => fix_plan_step(plan, analysis, now, events),
+            Runtime::CircuitBreaker => {
+                if circuit == State::Open {
+                    ExitDecision::exit(ExitReason::CircuitOpen)
+                } else {
+                    ExitDecision::CONTINUE
+                }
+            }
+            Runtime::Composite {
+                mode,
+                members,
+                fired,
+            } => {
+                let decisions: Vec<ExitDecision> = members
+                    .iter_mut()
+                    .map(|m| m.should_exit(analysis, circuit, now, events))
+                    .collect();
+                match mode {
+                    CompositeMode::Any => decisions
+                        .into_iter()
+                        .find(|d| d.exit)
+                        .unwrap_or(ExitDecision::CONTINUE),
+                    CompositeMode::All => {
+                        for (slot, d) in fired.iter_mut().zip(&decisions) {
+                            if slot.is_none() && d.exit {
+                                *slot = d.reason;
+                            }
+                        }
+                        if fired.iter().all(Option::is_some) {
+                            ExitDecision {
+                                exit: true,
+                                reason: fired[0],
+                            }
+                        } else {
+                            ExitDecision::CONTINUE
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn plan(&self) -> Option<&FixPlan> {
+        match self {
+            Runtime::FixPlan(plan) => Some(plan),
+            _ => None,
+        }
+    }
+}
+
+fn fix_plan_step(
+    plan: &mut FixPlan,
+    analysis: &Analysis,
+    now: u64,
+    events: &mut Vec<Event>,
+) -> ExitDecision {
+    if let Some(i) = plan.current_step() {
+        let step = &mut plan.steps[i];
+        if analysis.completion_signal.detected {
+            step.completed = true;
+        } else {
+            step.attempts = step.attempts.saturating_add(1);
+            if step.attempts >= step.max_attempts {
+                step.skipped = true;
+                events.push(Event::Warning {
+                    message: format!(
+                        "Step {} skipped after {} attempts: {}",
+                        i + 1,
+                        step.attempts,
+                        step.description
+                    ),
+                    at_ms: now,
+                });
+            }
+        }
+    }
+    if plan.steps.iter().all(|s| s.completed) {
+        ExitDecision::exit(ExitReason::PlanComplete)
+    } else if plan.steps.iter().all(|s| !s.open()) {
+        ExitDecision::exit(ExitReason::PlanExhausted)
+    } else {
+        ExitDecision::CONTINUE
+    }
+}
+
+/// A stateful exit strategy (SPEC 5). Every method takes `&self`.
+pub struct ExitStrategy {
+    config: StrategyConfig,
+    clock: SharedClock,
+    runtime: Mutex<Runtime>,
+    listeners: Listeners,
+}
+
+impl fmt::Debug for ExitStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExitStrategy")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExitStrategy {
+    /// A strategy on the system clock (the clock only stamps warning events).
+    pub fn new(config: StrategyConfig) -> Self {
+        Self::with_clock(config, SystemClock::shared())
+    }
+
+    /// A strategy stamping its events with `clock`.
+    pub fn with_clock(config: StrategyConfig, clock: SharedClock) -> Self {
+        ExitStrategy {
+            runtime: Mutex::new(Runtime::new(&config)),
+            config,
+            clock,
+            listeners: Listeners::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &StrategyConfig {
+        &self.config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Runtime> {
+        self.runtime.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sees one iteration's analysis and the circuit state; says whether to exit.
+    pub fn should_exit(&self, analysis: &Analysis, circuit_state: State) -> ExitDecision {
+        let mut events = Vec::new();
+        let d = self.should_exit_into(analysis, circuit_state, &mut events);
+        self.listeners.emit(&events);
+        d
+    }
+
+    pub(crate) fn should_exit_into(
+        &self,
+        analysis: &Analysis,
+        circuit_state: State,
+        events: &mut Vec<Event>,
+    ) -> ExitDecision {
+        let now = self.clock.now_ms();
+        self.lock()
+            .should_exit(analysis, circuit_state, now, events)
+    }
+
+    /// The fix plan's progress, for a `fix_plan` strategy.
+    pub fn plan_status(&self) -> Option<PlanStatus> {
+        let runtime = self.lock();
+        runtime.plan().map(|plan| PlanStatus {
+            steps: plan.steps.clone(),
+            current_step: plan.current_step(),
+        })
+    }
+
+    /// Forgets everything seen: back to the configured state.
+    pub fn reset(&self) {
+        *self.lock() = Runtime::new(&self.config);
+    }
+
+    /// Adds a listener (fix plans emit a `warning` when they skip a step).
+    pub fn add_listener(&self, listener: Listener) -> ListenerId {
+        self.listeners.add(listener)
+    }
+
+    /// Removes a listener.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.listeners.remove(id)
+    }
+
+    /// How many listener calls failed.
+    pub fn listener_errors(&self) -> u64 {
+        self.listeners.error_count()
+    }
+}
