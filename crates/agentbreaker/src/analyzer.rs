@@ -140,7 +140,7 @@ fn preceding_words(line: &str, start: usize) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     let mut current: Vec<char> = Vec::new();
     let mut length = 0usize;
-    let mut flush = |current: &mut Vec<char>, length: &mut usize, words: &mut Vec<String>| {
+    let flush = |current: &mut Vec<char>, length: &mut usize, words: &mut Vec<String>| {
         if *length > 0 {
             let word: String = if *length > KEEP {
                 String::new()

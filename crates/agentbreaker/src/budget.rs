@@ -723,7 +723,7 @@ impl BudgetBreaker {
         let task = inner.open(&id, now);
         task.last_event_at = now;
         if let EventKind::Heartbeat(Phase::Starting) = event.kind {
-            if !inner.stack.iter().any(|t| *t == id) {
+            if !inner.stack.contains(&id) {
                 inner.stack.push(id.clone());
             }
             return Ok(None);
