@@ -68,3 +68,8 @@ pub use strategy::{
     CompositeMode, ExitDecision, ExitReason, ExitStrategy, FixPlan, FixStep, PlanStatus,
     StrategyConfig,
 };
+
+/// The README's Rust examples, compiled and run as doc tests so the README stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,47 @@
+# The one entry point. `make test` runs everything CI runs; `make test-<surface>` runs one surface.
+# Every target installs what it needs on a fresh machine (Rust comes with the machine).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+CARGO ?= cargo
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+export AGENTBREAKER_CONFORMANCE_DIR ?= $(CURDIR)/tests/conformance
+
+.PHONY: all test lint test-rust test-conformance-suite demo clean
+
+all: test
+
+## The README's test command: every check, every surface that exists.
+test: lint test-rust test-conformance-suite
+
+## Formatting and lints, warnings are errors.
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+## The core: unit, property, concurrency, hostile-input and doc tests, and the conformance runner
+## (one named test per scenario in $(AGENTBREAKER_CONFORMANCE_DIR)).
+test-rust:
+	$(CARGO) test
+
+## The suite itself: well-formed and duplicate-free (schema + checker, with the checker's own
+## tests), and every expected value checked (mutating any one makes the Rust runner fail).
+test-conformance-suite: $(VPY)
+	$(VPY) -m pytest -q tools/test_check_scenarios.py
+	$(VPY) tools/check_scenarios.py
+	$(VPY) tools/mutate_scenarios.py
+
+$(VPY): tools/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q -r tools/requirements.txt
+	touch $(VPY)
+
+## The README's main job: replay the seeds' worked examples through the breakers.
+demo:
+	$(CARGO) run -q -p agentbreaker --example replay
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV)
