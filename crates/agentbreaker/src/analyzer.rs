@@ -93,7 +93,9 @@ fn phrase_pattern(phrases: &[&str]) -> String {
                 .join(r"[\s-]+")
         })
         .collect();
-    format!(r"(?i)\b(?:{})\b", alternatives.join("|"))
+    // Matched against ASCII-lower-cased text, case-sensitively, with ASCII word boundaries: the
+    // phrases are ASCII, and case-insensitive or Unicode-boundary matching is several times slower.
+    format!(r"(?-u:\b)(?:{})(?-u:\b)", alternatives.join("|"))
 }
 
 static STATUS_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*[A-Z][A-Z0-9_]+:"));
@@ -113,12 +115,17 @@ static PENDING: LazyLock<Regex> = LazyLock::new(|| {
     re(&p.replace(r"still[\s-]+need", r"still[\s-]+needs?"))
 });
 static TEST_SUMMARY: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b(\d+)\s+(?:tests?\s+)?(passed|failed)\b"));
+    LazyLock::new(|| re(r"(?-u:\b)([0-9]+)\s+(?:tests?\s+)?(passed|failed)(?-u:\b)"));
 
 /// Whether `line` belongs to a status block (`KEY: value` with an upper-case key, or a
 /// `---WORD---` delimiter).
 pub fn is_status_line(line: &str) -> bool {
-    STATUS_LINE.is_match(line) || DELIMITER_LINE.is_match(line)
+    // Cheap pre-check: both forms start (after spaces) with an upper-case letter or a dash.
+    match line.trim_start().as_bytes().first() {
+        Some(b'A'..=b'Z') => STATUS_LINE.is_match(line),
+        Some(b'-') => DELIMITER_LINE.is_match(line),
+        _ => false,
+    }
 }
 
 /// The canonical (SPEC) spelling of a matched phrase: lower-case, single spaces.
@@ -129,6 +136,17 @@ fn canonical(matched: &str) -> String {
         .map(str::to_lowercase)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Whether `matched` (as found in the text) is the canonical phrase `phrase`, without allocating.
+fn same_phrase(phrase: &str, matched: &str) -> bool {
+    let mut words = matched
+        .split(|c: char| c.is_whitespace() || c == '-')
+        .filter(|w| !w.is_empty());
+    phrase
+        .split(' ')
+        .all(|p| words.next().is_some_and(|w| w.eq_ignore_ascii_case(p)))
+        && words.next().is_none()
 }
 
 /// The up-to-three words before byte `start` of `line`, nearest last, stopping at a sentence end
@@ -198,24 +216,30 @@ pub fn analyze(text: &str) -> Analysis {
     let mut no_work_phrase = false;
     let mut phrases: Vec<String> = Vec::new();
 
-    for line in text.lines() {
-        if let Some(c) = EXIT_SIGNAL.captures(line) {
+    // ASCII lower-casing keeps every byte offset, so matches in `lower` index `text` too.
+    let lower = text.to_ascii_lowercase();
+    for (line, lower_line) in text.lines().zip(lower.lines()) {
+        let status_line = is_status_line(line);
+        if status_line && let Some(c) = EXIT_SIGNAL.captures(line) {
             match c[1].to_ascii_lowercase().as_str() {
                 "true" => exit_true = true,
                 "false" => exit_false = true,
                 _ => {}
             }
         }
-        if let Some(c) = STATUS.captures(line)
+        if status_line
+            && let Some(c) = STATUS.captures(line)
             && c[1].eq_ignore_ascii_case("COMPLETE")
         {
             status_complete = true;
         }
-        if is_status_line(line) {
+        if status_line {
             continue;
         }
-        for m in SIGNAL_PHRASES.find_iter(line) {
-            if negated(line, m.start()) {
+        for m in SIGNAL_PHRASES.find_iter(lower_line) {
+            // A phrase already counted needs no second look (this keeps a response that repeats
+            // "done" a million times linear).
+            if phrases.iter().any(|p| same_phrase(p, m.as_str())) || negated(lower_line, m.start()) {
                 continue;
             }
             let phrase = canonical(m.as_str());
@@ -234,9 +258,9 @@ pub fn analyze(text: &str) -> Analysis {
     let mut tests_failing = None;
     let mut any_passed = false;
     let mut any_failed = false;
-    for c in TEST_SUMMARY.captures_iter(text) {
+    for c in TEST_SUMMARY.captures_iter(&lower) {
         let n: u64 = c[1].parse().unwrap_or(u64::MAX);
-        if c[2].eq_ignore_ascii_case("passed") {
+        if &c[2] == "passed" {
             tests_passing = Some(n);
             any_passed |= n > 0;
         } else {
@@ -244,7 +268,7 @@ pub fn analyze(text: &str) -> Analysis {
             any_failed |= n > 0;
         }
     }
-    let pending = PENDING.is_match(text);
+    let pending = PENDING.is_match(&lower);
 
     let (detected, confidence) = if exit_false {
         (false, 0)
