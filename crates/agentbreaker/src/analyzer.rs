@@ -239,7 +239,8 @@ pub fn analyze(text: &str) -> Analysis {
         for m in SIGNAL_PHRASES.find_iter(lower_line) {
             // A phrase already counted needs no second look (this keeps a response that repeats
             // "done" a million times linear).
-            if phrases.iter().any(|p| same_phrase(p, m.as_str())) || negated(lower_line, m.start()) {
+            if phrases.iter().any(|p| same_phrase(p, m.as_str())) || negated(lower_line, m.start())
+            {
                 continue;
             }
             let phrase = canonical(m.as_str());

@@ -592,7 +592,7 @@ pub struct BudgetBreaker {
     config: BudgetConfig,
     clock: SharedClock,
     inner: Mutex<Inner>,
-    listeners: Listeners,
+    pub(crate) listeners: Listeners,
 }
 
 impl fmt::Debug for BudgetBreaker {
@@ -914,4 +914,705 @@ fn output_loop(outputs: &VecDeque<Vec<u64>>, c: &BudgetConfig) -> Option<HaltRea
         similarity_jaccard: smallest,
         threshold: c.similarity_jaccard_threshold,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn breaker(config: BudgetConfig) -> (BudgetBreaker, Arc<ManualClock>) {
+        let clock = ManualClock::shared(0);
+        let b = BudgetBreaker::with_clock(config, clock.clone()).unwrap();
+        (b, clock)
+    }
+
+    fn config(value: Value) -> BudgetConfig {
+        BudgetConfig::from_json(&value).unwrap()
+    }
+
+    fn tool(task: Option<&str>) -> Value {
+        match task {
+            Some(t) => json!({"type": "tool_use", "name": "Bash", "input": {}, "taskId": t}),
+            None => json!({"type": "tool_use", "name": "Bash", "input": {}}),
+        }
+    }
+
+    fn heartbeat(task: &str, phase: &str) -> Value {
+        json!({"type": "heartbeat", "taskId": task, "phase": phase})
+    }
+
+    fn say(task: &str, text: &str) -> Value {
+        json!({"type": "assistant", "text": text, "taskId": task})
+    }
+
+    fn task<'a>(snap: &'a BudgetSnapshot, id: &str) -> &'a TaskSnapshot {
+        snap.tasks
+            .iter()
+            .find(|t| t.task_id == id)
+            .unwrap_or_else(|| panic!("no task {id} in {snap:?}"))
+    }
+
+    fn ids(snap: &BudgetSnapshot) -> Vec<&str> {
+        snap.tasks.iter().map(|t| t.task_id.as_str()).collect()
+    }
+
+    fn words(range: std::ops::RangeInclusive<u32>) -> String {
+        range.map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ")
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// Checks a halt's JSON: exactly these keys, strings equal, numbers within 1e-9.
+    fn assert_halt_json(halt: &Halt, expected: Value) {
+        let got = halt.to_json();
+        let (Value::Object(got), Value::Object(want)) = (&got, &expected) else {
+            panic!("not objects: {got} / {expected}");
+        };
+        let mut got_keys: Vec<&String> = got.keys().collect();
+        let mut want_keys: Vec<&String> = want.keys().collect();
+        got_keys.sort();
+        want_keys.sort();
+        assert_eq!(got_keys, want_keys);
+        for (k, w) in want {
+            let g = &got[k];
+            match (g.as_f64(), w.as_f64()) {
+                (Some(g), Some(w)) => assert!(close(g, w), "{k}: {g} != {w}"),
+                _ => assert_eq!(g, w, "{k}"),
+            }
+        }
+    }
+
+    #[test]
+    fn token_sets_and_jaccard() {
+        assert_eq!(jaccard(&token_set("", 512), &token_set("", 512)), 1.0);
+        assert_eq!(jaccard(&token_set("   \n\t", 512), &[]), 1.0);
+        assert_eq!(jaccard(&token_set("a", 512), &[]), 0.0);
+        assert_eq!(jaccard(&token_set("a b", 512), &token_set("c d", 512)), 0.0);
+        assert_eq!(jaccard(&token_set("a b", 512), &token_set("b a", 512)), 1.0);
+        // Whitespace of any kind separates; duplicates collapse into one set member.
+        assert_eq!(token_set("a\tb\nc  a", 512).len(), 3);
+        assert_eq!(token_set("a\tb\nc", 512), token_set("c b a", 512));
+        // {a, b, c} vs {b, c, d}: 2 / 4.
+        assert_eq!(
+            jaccard(&token_set("a b c", 512), &token_set("b c d", 512)),
+            0.5
+        );
+        // 19 shared of 20 distinct: exactly 0.95.
+        let j = jaccard(
+            &token_set(&words(1..=20), 512),
+            &token_set(&words(1..=19), 512),
+        );
+        assert_eq!(j, 0.95);
+        assert_eq!(j, 19.0 / 20.0);
+        // 1 of 3.
+        assert_eq!(
+            jaccard(&token_set("x y", 512), &token_set("y z", 512)),
+            1.0 / 3.0
+        );
+    }
+
+    #[test]
+    fn token_sets_are_capped_at_max_tokens() {
+        assert_eq!(token_set("a b c x", 3), token_set("a b c", 512));
+        assert_eq!(
+            jaccard(&token_set("a b c x", 3), &token_set("a b c y", 3)),
+            1.0
+        );
+        let long = words(1..=600);
+        assert_eq!(token_set(&long, 512).len(), 512);
+        assert_eq!(token_set(&long, 512), token_set(&words(1..=512), 512));
+    }
+
+    #[test]
+    fn cost_formula_in_cents() {
+        let u = Usage {
+            input_tokens: 1000,
+            output_tokens: 2000,
+            cache_creation_input_tokens: 3000,
+            cache_read_input_tokens: 4000,
+        };
+        // (1000*300 + 2000*1500 + 3000*375 + 4000*30) / 1e6 = 4 545 000 / 1e6
+        assert!(close(u.cost_cents(&Price::SONNET_4), 4.545));
+        let million = Usage {
+            input_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        assert!(close(million.cost_cents(&Price::SONNET_4), 300.0));
+        let p = Price {
+            input: 80.0,
+            output: 400.0,
+            cache_write: 100.0,
+            cache_read: 8.0,
+        };
+        assert!(close(u.cost_cents(&p), 0.08 + 0.8 + 0.3 + 0.032));
+        assert_eq!(Usage::default().cost_cents(&Price::SONNET_4), 0.0);
+    }
+
+    #[test]
+    fn spend_is_summed_per_model_price() {
+        let (b, _) = breaker(config(json!({
+            "prices": {"claude-haiku": {"input": 80, "output": 400, "cacheWrite": 100, "cacheRead": 8}}
+        })));
+        let usage = json!({"input_tokens": 1000, "output_tokens": 2000,
+            "cache_creation_input_tokens": 3000, "cache_read_input_tokens": 4000});
+        b.ingest(&json!({"type": "usage", "model": "claude-haiku", "usage": usage}))
+            .unwrap();
+        assert!(close(b.snapshot().tasks[0].spend_cents, 1.212));
+        // An unknown model and a missing model both use "*" (Sonnet 4).
+        b.ingest(&json!({"type": "usage", "model": "gpt-x", "usage": usage}))
+            .unwrap();
+        assert!(close(b.snapshot().tasks[0].spend_cents, 1.212 + 4.545));
+        b.ingest(&json!({"type": "usage", "usage": {"output_tokens": 1000}}))
+            .unwrap();
+        assert!(close(
+            b.snapshot().tasks[0].spend_cents,
+            1.212 + 4.545 + 1.5
+        ));
+        // Missing or null counts are 0.
+        b.ingest(&json!({"type": "usage", "usage": {"input_tokens": null}}))
+            .unwrap();
+        assert!(close(
+            b.snapshot().tasks[0].spend_cents,
+            1.212 + 4.545 + 1.5
+        ));
+    }
+
+    #[test]
+    fn price_merging_keeps_sonnet_for_star_unless_given() {
+        let c = config(
+            json!({"prices": {"m": {"input": 1, "output": 2, "cacheWrite": 3, "cacheRead": 4}}}),
+        );
+        assert_eq!(c.prices.len(), 2);
+        assert_eq!(c.prices["*"], Price::SONNET_4);
+        assert_eq!(
+            c.price_for(Some("m")),
+            Price {
+                input: 1.0,
+                output: 2.0,
+                cache_write: 3.0,
+                cache_read: 4.0
+            }
+        );
+        assert_eq!(c.price_for(Some("other")), Price::SONNET_4);
+        assert_eq!(c.price_for(None), Price::SONNET_4);
+        let star = Price {
+            input: 10.0,
+            output: 20.0,
+            cache_write: 30.0,
+            cache_read: 40.0,
+        };
+        let c = config(
+            json!({"prices": {"*": {"input": 10, "output": 20, "cacheWrite": 30, "cacheRead": 40}}}),
+        );
+        assert_eq!(c.prices.len(), 1);
+        assert_eq!(c.price_for(Some("anything")), star);
+        assert_eq!(c.price_for(None), star);
+        assert_eq!(BudgetConfig::default().prices["*"], Price::SONNET_4);
+        assert_eq!(
+            Price::SONNET_4,
+            Price {
+                input: 300.0,
+                output: 1500.0,
+                cache_write: 375.0,
+                cache_read: 30.0
+            }
+        );
+    }
+
+    #[test]
+    fn config_defaults_and_ranges() {
+        let d = BudgetConfig::default();
+        assert_eq!(d.max_tool_calls_per_task, 50);
+        assert_eq!(d.max_token_spend_cents_per_task, 5000);
+        assert_eq!(d.max_task_duration_secs, 1800);
+        assert_eq!(d.max_idle_secs, 300);
+        assert_eq!(d.similarity_jaccard_threshold, 0.95);
+        assert_eq!(d.loop_window, 3);
+        assert_eq!(d.max_tokens_per_output, 512);
+        assert_eq!(BudgetConfig::from_json(&Value::Null).unwrap(), d);
+        for ok in [
+            json!({"similarityJaccardThreshold": 1.0}),
+            json!({"similarityJaccardThreshold": 0.01}),
+            json!({"loopWindow": 2}),
+            json!({"maxToolCallsPerTask": 1, "maxIdleSecs": 1, "maxTokensPerOutput": 1}),
+            json!({"prices": {"free": {"input": 0, "output": 0, "cacheWrite": 0, "cacheRead": 0}}}),
+        ] {
+            assert!(BudgetConfig::from_json(&ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            json!({"maxToolCallsPerTask": 0}),
+            json!({"maxTokenSpendCentsPerTask": 0}),
+            json!({"maxTaskDurationSecs": 0}),
+            json!({"maxIdleSecs": 0}),
+            json!({"maxTokensPerOutput": 0}),
+            json!({"maxToolCallsPerTask": 50.5}),
+            json!({"similarityJaccardThreshold": 0}),
+            json!({"similarityJaccardThreshold": 1.01}),
+            json!({"loopWindow": 1}),
+            json!({"prices": {"m": {"input": -1}}}),
+            json!({"maxToolCalls": 5}),
+        ] {
+            assert_eq!(
+                BudgetConfig::from_json(&bad).unwrap_err().code(),
+                "INVALID_CONFIG",
+                "{bad}"
+            );
+        }
+        let nan = BudgetConfig {
+            similarity_jaccard_threshold: f64::NAN,
+            ..BudgetConfig::default()
+        };
+        assert_eq!(
+            BudgetBreaker::with_clock(nan, ManualClock::shared(0))
+                .unwrap_err()
+                .code(),
+            "INVALID_CONFIG"
+        );
+    }
+
+    #[test]
+    fn tool_call_limit_is_strictly_more_than() {
+        let (b, _) = breaker(config(json!({"maxToolCallsPerTask": 2})));
+        assert_eq!(b.ingest(&tool(Some("t1"))).unwrap(), None);
+        assert_eq!(b.ingest(&tool(Some("t1"))).unwrap(), None);
+        let halt = b.ingest(&tool(Some("t1"))).unwrap().unwrap();
+        assert_eq!(
+            halt.to_json(),
+            json!({"kind": "ToolCallLimit", "slug": "tool_call_limit", "taskId": "t1",
+                "message": "tool calls: 3 of 2", "actual": 3, "limit": 2})
+        );
+        // Reported once; later events for the halted task are ignored.
+        assert_eq!(b.ingest(&tool(Some("t1"))).unwrap(), None);
+        assert_eq!(task(&b.snapshot(), "t1").tool_calls, 3);
+        assert!(task(&b.snapshot(), "t1").halted);
+    }
+
+    #[test]
+    fn token_spend_halt_shape() {
+        // 0.1 cents per input token.
+        let (b, _) = breaker(config(json!({
+            "maxTokenSpendCentsPerTask": 10,
+            "prices": {"*": {"input": 100000, "output": 0, "cacheWrite": 0, "cacheRead": 0}}
+        })));
+        let usage = |n: u64| json!({"type": "usage", "taskId": "t", "usage": {"input_tokens": n}});
+        assert_eq!(b.ingest(&usage(100)).unwrap(), None); // exactly 10 cents: not more
+        let halt = b.ingest(&usage(2)).unwrap().unwrap();
+        assert_halt_json(
+            &halt,
+            json!({"kind": "TokenSpendLimit", "slug": "token_spend_limit", "taskId": "t",
+                "message": "token spend: 10.2¢ of 10¢", "actualCents": 10.2, "limitCents": 10}),
+        );
+    }
+
+    #[test]
+    fn duration_halt_shape_and_boundary() {
+        let (b, clock) = breaker(config(json!({"maxTaskDurationSecs": 10})));
+        b.ingest(&heartbeat("job", "starting")).unwrap();
+        clock.set(10_000);
+        assert_eq!(b.ingest(&tool(None)).unwrap(), None);
+        assert!(b.tick().is_empty());
+        clock.set(10_001);
+        let halt = b.ingest(&tool(None)).unwrap().unwrap();
+        assert_halt_json(
+            &halt,
+            json!({"kind": "DurationLimit", "slug": "duration_limit", "taskId": "job",
+                "message": "duration: 10.001s of 10s", "actualSecs": 10.001, "limitSecs": 10}),
+        );
+        assert!(b.tick().is_empty(), "a halted task reports once");
+    }
+
+    #[test]
+    fn idle_halt_shape_and_boundary() {
+        let (b, clock) = breaker(config(json!({"maxIdleSecs": 5})));
+        b.ingest(&heartbeat("job", "starting")).unwrap();
+        clock.set(3000);
+        b.ingest(&say("job", "still here")).unwrap();
+        clock.set(8000);
+        assert!(b.tick().is_empty());
+        clock.set(8001);
+        let halts = b.tick();
+        assert_eq!(halts.len(), 1);
+        assert_halt_json(
+            &halts[0],
+            json!({"kind": "IdleTimeout", "slug": "idle_timeout", "taskId": "job",
+                "message": "idle: 5.001s of 5s", "idleSecs": 5.001, "limitSecs": 5}),
+        );
+        assert!(b.tick().is_empty());
+    }
+
+    #[test]
+    fn output_loop_halt_shape() {
+        let (b, _) = breaker(BudgetConfig::default());
+        assert_eq!(b.ingest(&say("t", "I will try again")).unwrap(), None);
+        assert_eq!(b.ingest(&say("t", "I will try again")).unwrap(), None);
+        let halt = b.ingest(&say("t", "again I will try")).unwrap().unwrap();
+        assert_eq!(
+            halt.to_json(),
+            json!({"kind": "OutputLoop", "slug": "output_loop", "taskId": "t",
+                "message": "3 near-identical outputs (jaccard 1.00)", "windowSize": 3,
+                "similarityJaccard": 1.0, "threshold": 0.95})
+        );
+    }
+
+    #[test]
+    fn output_loop_needs_every_pair_and_reports_the_smallest() {
+        let (b, _) = breaker(BudgetConfig::default());
+        let a = words(1..=20);
+        let a19 = words(1..=19);
+        let other = words(100..=120);
+        // Window [a, a, other]: one pair is 0 -> no loop.
+        b.ingest(&say("t", &a)).unwrap();
+        b.ingest(&say("t", &a)).unwrap();
+        assert_eq!(b.ingest(&say("t", &other)).unwrap(), None);
+        // [a, other, a] -> no; [other, a, a] -> no; [a, a, a19]: pairs 1.0 and 0.95 -> loop.
+        assert_eq!(b.ingest(&say("t", &a)).unwrap(), None);
+        assert_eq!(b.ingest(&say("t", &a)).unwrap(), None);
+        let halt = b.ingest(&say("t", &a19)).unwrap().unwrap();
+        let HaltReason::OutputLoop {
+            similarity_jaccard,
+            window_size,
+            threshold,
+        } = halt.reason
+        else {
+            panic!("expected an output loop, got {halt:?}");
+        };
+        assert_eq!(similarity_jaccard, 0.95);
+        assert_eq!((window_size, threshold), (3, 0.95));
+        assert_eq!(
+            halt.reason.message(),
+            "3 near-identical outputs (jaccard 0.95)"
+        );
+        // 18 of 20 shared (0.9) stays below the threshold.
+        let (c, _) = breaker(BudgetConfig::default());
+        c.ingest(&say("t", &words(1..=20))).unwrap();
+        c.ingest(&say("t", &words(1..=20))).unwrap();
+        assert_eq!(c.ingest(&say("t", &words(1..=18))).unwrap(), None);
+        // Empty outputs are a loop signal too.
+        let (e, _) = breaker(config(json!({"loopWindow": 2})));
+        e.ingest(&say("t", "")).unwrap();
+        let halt = e.ingest(&say("t", "  ")).unwrap().unwrap();
+        assert_eq!(
+            halt.reason.message(),
+            "2 near-identical outputs (jaccard 1.00)"
+        );
+    }
+
+    #[test]
+    fn message_number_formatting() {
+        let m = |r: HaltReason| r.message();
+        assert_eq!(
+            m(HaltReason::TokenSpendLimit {
+                actual_cents: 5001.2,
+                limit_cents: 5000
+            }),
+            "token spend: 5001.2¢ of 5000¢"
+        );
+        assert_eq!(
+            m(HaltReason::TokenSpendLimit {
+                actual_cents: 5000.12344,
+                limit_cents: 5000
+            }),
+            "token spend: 5000.1234¢ of 5000¢"
+        );
+        assert_eq!(
+            m(HaltReason::TokenSpendLimit {
+                actual_cents: 6000.0,
+                limit_cents: 5000
+            }),
+            "token spend: 6000¢ of 5000¢"
+        );
+        assert_eq!(
+            m(HaltReason::DurationLimit {
+                actual_secs: 1801.0,
+                limit_secs: 1800
+            }),
+            "duration: 1801s of 1800s"
+        );
+        assert_eq!(
+            m(HaltReason::DurationLimit {
+                actual_secs: 1800.5,
+                limit_secs: 1800
+            }),
+            "duration: 1800.5s of 1800s"
+        );
+        assert_eq!(
+            m(HaltReason::DurationLimit {
+                actual_secs: 1800.001,
+                limit_secs: 1800
+            }),
+            "duration: 1800.001s of 1800s"
+        );
+        assert_eq!(
+            m(HaltReason::IdleTimeout {
+                idle_secs: 301.0,
+                limit_secs: 300
+            }),
+            "idle: 301s of 300s"
+        );
+        assert_eq!(
+            m(HaltReason::IdleTimeout {
+                idle_secs: 300.25,
+                limit_secs: 300
+            }),
+            "idle: 300.25s of 300s"
+        );
+        assert_eq!(
+            m(HaltReason::ToolCallLimit {
+                actual: 51,
+                limit: 50
+            }),
+            "tool calls: 51 of 50"
+        );
+        assert_eq!(
+            m(HaltReason::OutputLoop {
+                window_size: 3,
+                similarity_jaccard: 0.966,
+                threshold: 0.95
+            }),
+            "3 near-identical outputs (jaccard 0.97)"
+        );
+    }
+
+    #[test]
+    fn seed_example_durations_through_tick() {
+        let (b, clock) = breaker(BudgetConfig::default());
+        b.ingest(&heartbeat("long", "starting")).unwrap();
+        for t in (60_000..=1_800_000).step_by(60_000) {
+            clock.set(t);
+            b.ingest(&tool(None)).unwrap();
+            b.ingest(&json!({"type": "usage", "usage": {}})).unwrap();
+            assert!(b.tick().is_empty(), "at {t}");
+        }
+        clock.set(1_800_500);
+        let halts = b.tick();
+        assert_eq!(halts.len(), 1);
+        assert_eq!(halts[0].reason.message(), "duration: 1800.5s of 1800s");
+        assert_eq!(halts[0].task_id, "long");
+    }
+
+    #[test]
+    fn stack_attribution() {
+        let (b, _) = breaker(BudgetConfig::default());
+        b.ingest(&heartbeat("outer", "starting")).unwrap();
+        b.ingest(&tool(None)).unwrap();
+        b.ingest(&heartbeat("inner", "starting")).unwrap();
+        b.ingest(&tool(None)).unwrap();
+        b.ingest(&tool(None)).unwrap();
+        let s = b.snapshot();
+        assert_eq!(s.stack, ["outer", "inner"]);
+        assert_eq!(task(&s, "outer").tool_calls, 1);
+        assert_eq!(task(&s, "inner").tool_calls, 2);
+        // An explicit taskId counts for that task and opens it without pushing it.
+        b.ingest(&tool(Some("side"))).unwrap();
+        let s = b.snapshot();
+        assert_eq!(s.stack, ["outer", "inner"]);
+        assert_eq!(task(&s, "side").tool_calls, 1);
+        assert_eq!(ids(&s), ["outer", "inner", "side"]);
+        // done removes the task wherever it is on the stack, and drops its counters.
+        b.ingest(&heartbeat("outer", "done")).unwrap();
+        let s = b.snapshot();
+        assert_eq!(s.stack, ["inner"]);
+        assert_eq!(ids(&s), ["inner", "side"]);
+        b.ingest(&heartbeat("inner", "error")).unwrap();
+        assert!(b.snapshot().stack.is_empty());
+        // Empty stack: the implicit session task.
+        b.ingest(&tool(None)).unwrap();
+        let s = b.snapshot();
+        assert_eq!(ids(&s), ["side", SESSION_TASK]);
+        assert_eq!(task(&s, SESSION_TASK).tool_calls, 1);
+        assert!(s.stack.is_empty());
+        // Restarting a closed task starts from zero.
+        b.ingest(&heartbeat("outer", "starting")).unwrap();
+        assert_eq!(task(&b.snapshot(), "outer").tool_calls, 0);
+        // done for a task that is not open does nothing.
+        b.ingest(&heartbeat("ghost", "done")).unwrap();
+        assert_eq!(ids(&b.snapshot()), ["side", SESSION_TASK, "outer"]);
+    }
+
+    #[test]
+    fn parallel_siblings_keep_separate_counters() {
+        let (b, _) = breaker(config(json!({"maxToolCallsPerTask": 2})));
+        b.ingest(&heartbeat("a", "starting")).unwrap();
+        b.ingest(&heartbeat("b", "starting")).unwrap();
+        for _ in 0..2 {
+            assert_eq!(b.ingest(&tool(Some("a"))).unwrap(), None);
+            assert_eq!(b.ingest(&tool(Some("b"))).unwrap(), None);
+        }
+        let halt = b.ingest(&tool(Some("a"))).unwrap().unwrap();
+        assert_eq!(halt.task_id, "a");
+        assert_eq!(task(&b.snapshot(), "b").tool_calls, 2);
+        assert!(!task(&b.snapshot(), "b").halted);
+    }
+
+    #[test]
+    fn session_idles_only_when_the_whole_stream_is_silent() {
+        let (b, clock) = breaker(config(json!({"maxIdleSecs": 5})));
+        b.ingest(&tool(None)).unwrap(); // opens session at 0
+        clock.set(4000);
+        b.ingest(&tool(Some("t1"))).unwrap(); // another task's event keeps the session awake
+        clock.set(9000);
+        assert!(b.tick().is_empty());
+        let s = b.snapshot();
+        assert!(close(task(&s, SESSION_TASK).idle_secs, 5.0));
+        assert!(close(task(&s, SESSION_TASK).duration_secs, 9.0));
+        clock.set(9001);
+        let halts = b.tick();
+        let got: Vec<(&str, &str)> = halts
+            .iter()
+            .map(|h| (h.task_id.as_str(), h.reason.slug()))
+            .collect();
+        assert_eq!(
+            got,
+            [(SESSION_TASK, "idle_timeout"), ("t1", "idle_timeout")]
+        );
+        // The session stays halted until reset().
+        b.ingest(&tool(None)).unwrap();
+        assert!(task(&b.snapshot(), SESSION_TASK).halted);
+        assert_eq!(task(&b.snapshot(), SESSION_TASK).tool_calls, 1);
+        b.reset();
+        assert!(b.snapshot().tasks.is_empty());
+        b.ingest(&tool(None)).unwrap();
+        assert!(!task(&b.snapshot(), SESSION_TASK).halted);
+    }
+
+    #[test]
+    fn ingest_checks_tool_calls_before_duration() {
+        let (b, clock) = breaker(config(
+            json!({"maxToolCallsPerTask": 1, "maxTaskDurationSecs": 1}),
+        ));
+        b.ingest(&tool(Some("t"))).unwrap();
+        clock.set(5000);
+        let halt = b.ingest(&tool(Some("t"))).unwrap().unwrap();
+        assert_eq!(halt.reason.slug(), "tool_call_limit");
+        let (c, clock) = breaker(config(json!({"loopWindow": 2, "maxTaskDurationSecs": 1})));
+        c.ingest(&say("t", "same")).unwrap();
+        clock.set(5000);
+        let halt = c.ingest(&say("t", "same")).unwrap().unwrap();
+        assert_eq!(halt.reason.slug(), "output_loop");
+        // An event that trips nothing of its own still checks duration.
+        let (d, clock) = breaker(config(json!({"maxTaskDurationSecs": 1})));
+        d.ingest(&say("t", "a")).unwrap();
+        clock.set(1001);
+        let halt = d.ingest(&say("t", "b")).unwrap().unwrap();
+        assert_eq!(halt.reason.slug(), "duration_limit");
+    }
+
+    #[test]
+    fn tick_reports_in_opening_order_once_and_prefers_duration() {
+        let (b, clock) = breaker(config(
+            json!({"maxIdleSecs": 10, "maxTaskDurationSecs": 20}),
+        ));
+        b.ingest(&heartbeat("c", "starting")).unwrap();
+        clock.set(1000);
+        b.ingest(&heartbeat("a", "starting")).unwrap();
+        clock.set(2000);
+        b.ingest(&heartbeat("b", "starting")).unwrap();
+        clock.set(11_999);
+        let halts = b.tick();
+        assert_eq!(halts.len(), 2);
+        assert_eq!(
+            (halts[0].task_id.as_str(), halts[1].task_id.as_str()),
+            ("c", "a")
+        );
+        assert_eq!(halts[0].reason.message(), "idle: 11.999s of 10s");
+        assert_eq!(halts[1].reason.message(), "idle: 10.999s of 10s");
+        clock.set(30_000);
+        let halts = b.tick();
+        assert_eq!(halts.len(), 1);
+        // "b" is both idle and over its duration: duration is reported.
+        assert_eq!(halts[0].task_id, "b");
+        assert_eq!(halts[0].reason.message(), "duration: 28s of 20s");
+        assert!(b.tick().is_empty());
+    }
+
+    #[test]
+    fn malformed_and_unknown_events_change_nothing() {
+        let (b, clock) = breaker(config(json!({"maxIdleSecs": 5})));
+        b.ingest(&tool(Some("t"))).unwrap();
+        let before = b.snapshot();
+        for bad in [
+            json!("tool_use"),
+            json!({"name": "x"}),
+            json!({"type": 3}),
+            json!({"type": "tool_use"}),
+            json!({"type": "assistant", "text": 1, "taskId": "t"}),
+            json!({"type": "usage", "taskId": "t", "usage": {"input_tokens": -1}}),
+            json!({"type": "usage", "taskId": "t", "usage": {"input_tokens": 1.5}}),
+            json!({"type": "heartbeat", "phase": "starting"}),
+            json!({"type": "heartbeat", "taskId": "t", "phase": "paused"}),
+            json!({"type": "tool_use", "name": "x", "taskId": ""}),
+            json!({"type": "tool_use", "name": "x", "taskId": "x".repeat(257)}),
+        ] {
+            assert_eq!(b.ingest(&bad).unwrap_err().code(), "INVALID_EVENT", "{bad}");
+        }
+        assert_eq!(b.snapshot(), before);
+        clock.set(4000);
+        assert_eq!(
+            b.ingest(&json!({"type": "thinking", "taskId": "t"}))
+                .unwrap(),
+            None
+        );
+        assert_eq!(b.ingest(&json!({"type": "system"})).unwrap(), None);
+        let s = b.snapshot();
+        assert_eq!(s.ignored_events, 2);
+        assert_eq!(ids(&s), ["t"]);
+        // Unknown events do not refresh the idle timer.
+        assert!(close(task(&s, "t").idle_secs, 4.0));
+        clock.set(5001);
+        assert_eq!(b.tick().len(), 1);
+    }
+
+    #[test]
+    fn halts_are_pushed_to_listeners() {
+        let (b, clock) = breaker(config(json!({"maxToolCallsPerTask": 1, "maxIdleSecs": 1})));
+        let seen: Arc<Mutex<Vec<Event>>> = Arc::default();
+        let s = Arc::clone(&seen);
+        b.add_listener(Arc::new(move |e| {
+            s.lock().unwrap().push(e.clone());
+            Ok(())
+        }));
+        b.add_listener(Arc::new(|_| Err("broken".into())));
+        clock.set(7);
+        b.ingest(&tool(Some("t"))).unwrap();
+        let halt = b.ingest(&tool(Some("t"))).unwrap().unwrap();
+        b.ingest(&tool(Some("u"))).unwrap();
+        clock.set(2000);
+        let ticked = b.tick();
+        let events = seen.lock().unwrap().clone();
+        assert_eq!(events.len(), 2);
+        assert_eq!(
+            events[0].to_json(),
+            json!({"type": "halt", "halt": halt.to_json(), "atMs": 7})
+        );
+        assert_eq!(
+            events[1],
+            Event::Halt {
+                halt: ticked[0].clone(),
+                at_ms: 2000
+            }
+        );
+        assert_eq!(b.listener_errors(), 2);
+    }
+
+    #[test]
+    fn live_snapshot_shape() {
+        let (b, clock) = breaker(BudgetConfig::default());
+        clock.set(1000);
+        b.ingest(&heartbeat("t1", "starting")).unwrap();
+        clock.set(3500);
+        b.ingest(&tool(None)).unwrap();
+        clock.set(4000);
+        b.ingest(&json!({"type": "other"})).unwrap();
+        assert_eq!(
+            serde_json::to_value(b.snapshot()).unwrap(),
+            json!({"tasks": [{"taskId": "t1", "toolCalls": 1, "spendCents": 0.0,
+                "durationSecs": 3.0, "idleSecs": 0.5, "halted": false}],
+                "stack": ["t1"], "ignoredEvents": 1})
+        );
+    }
 }

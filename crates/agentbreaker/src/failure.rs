@@ -746,7 +746,7 @@ impl FailureBreaker {
                 Err(CallError::Failed(e))
             }
             Err(panic) => {
-                self.record_failure(&format!("panic: {}", panic_text(&panic)));
+                self.record_failure(&format!("panic: {}", panic_text(&*panic)));
                 resume_unwind(panic)
             }
         }
@@ -834,5 +834,979 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "unknown panic".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    type Seen = Arc<Mutex<Vec<Event>>>;
+
+    fn breaker(config: FailureConfig) -> (FailureBreaker, Arc<ManualClock>) {
+        let clock = ManualClock::shared(0);
+        let b = FailureBreaker::with_clock(config, clock.clone()).unwrap();
+        (b, clock)
+    }
+
+    fn collect(b: &FailureBreaker) -> (ListenerId, Seen) {
+        let seen: Seen = Arc::default();
+        let s = Arc::clone(&seen);
+        let id = b.add_listener(Arc::new(move |e| {
+            s.lock().unwrap().push(e.clone());
+            Ok(())
+        }));
+        (id, seen)
+    }
+
+    fn change(from: State, to: State, reason: &str, at_ms: u64) -> Event {
+        Event::StateChange {
+            from,
+            to,
+            reason: reason.to_string(),
+            at_ms,
+        }
+    }
+
+    fn trip(b: &FailureBreaker) {
+        for _ in 0..b.config().failure_threshold {
+            b.record_failure("boom");
+        }
+        assert_eq!(b.state(), State::Open);
+    }
+
+    fn config_code(c: &FailureConfig) -> Option<&'static str> {
+        c.validate().err().map(|e| e.code())
+    }
+
+    #[test]
+    fn validate_checks_every_range_at_its_boundary() {
+        let ok = FailureConfig::default();
+        assert_eq!(config_code(&ok), None);
+        let with = |f: &dyn Fn(&mut FailureConfig)| {
+            let mut c = FailureConfig::default();
+            f(&mut c);
+            config_code(&c)
+        };
+        let bad = Some("INVALID_CONFIG");
+        assert_eq!(with(&|c| c.failure_threshold = 0), bad);
+        assert_eq!(
+            with(&|c| {
+                c.failure_threshold = 1;
+                c.warning_threshold = Some(0);
+            }),
+            None
+        );
+        // warningThreshold must be < failureThreshold (or 0 = off).
+        assert_eq!(with(&|c| c.warning_threshold = Some(5)), bad);
+        assert_eq!(with(&|c| c.warning_threshold = Some(6)), bad);
+        assert_eq!(with(&|c| c.warning_threshold = Some(4)), None);
+        assert_eq!(with(&|c| c.warning_threshold = Some(1)), None);
+        assert_eq!(with(&|c| c.warning_threshold = Some(0)), None);
+        // backoffMultiplier finite and >= 1.0.
+        assert_eq!(with(&|c| c.backoff_multiplier = 1.0), None);
+        assert_eq!(with(&|c| c.backoff_multiplier = 0.999), bad);
+        assert_eq!(with(&|c| c.backoff_multiplier = f64::NAN), bad);
+        assert_eq!(with(&|c| c.backoff_multiplier = f64::INFINITY), bad);
+        // maxCooldownMs >= cooldownMs.
+        assert_eq!(
+            with(&|c| {
+                c.cooldown_ms = 1000;
+                c.max_cooldown_ms = 1000;
+            }),
+            None
+        );
+        assert_eq!(
+            with(&|c| {
+                c.cooldown_ms = 1000;
+                c.max_cooldown_ms = 999;
+            }),
+            bad
+        );
+        assert_eq!(
+            with(&|c| {
+                c.cooldown_ms = 0;
+                c.max_cooldown_ms = 0;
+            }),
+            None
+        );
+        assert_eq!(with(&|c| c.half_open_max_probes = 0), bad);
+        assert_eq!(with(&|c| c.half_open_max_probes = 1), None);
+        assert_eq!(with(&|c| c.probe_timeout_ms = 0), bad);
+        assert_eq!(with(&|c| c.probe_timeout_ms = 1), None);
+        assert_eq!(with(&|c| c.history_limit = 0), None);
+        assert_eq!(with(&|c| c.identical_error_threshold = 0), None);
+        assert_eq!(with(&|c| c.identical_error_threshold = 1), None);
+        // Construction validates too.
+        let c = FailureConfig {
+            failure_threshold: 0,
+            ..FailureConfig::default()
+        };
+        assert_eq!(
+            FailureBreaker::with_clock(c, ManualClock::shared(0))
+                .unwrap_err()
+                .code(),
+            "INVALID_CONFIG"
+        );
+    }
+
+    #[test]
+    fn from_json_reads_camel_case_and_rejects_typos_and_fractions() {
+        let c = FailureConfig::from_json(&serde_json::json!({
+            "failureThreshold": 7, "warningThreshold": 2, "cooldownMs": 1000,
+            "backoffMultiplier": 1.5, "maxCooldownMs": 9000, "identicalErrorThreshold": 3,
+            "historyLimit": 4, "halfOpenMaxProbes": 2, "probeTimeoutMs": 50,
+            "errorMatch": "template"
+        }))
+        .unwrap();
+        assert_eq!(c.failure_threshold, 7);
+        assert_eq!(c.warning_threshold, Some(2));
+        assert_eq!(c.cooldown_ms, 1000);
+        assert_eq!(c.backoff_multiplier, 1.5);
+        assert_eq!(c.max_cooldown_ms, 9000);
+        assert_eq!(c.identical_error_threshold, 3);
+        assert_eq!(c.history_limit, 4);
+        assert_eq!(c.half_open_max_probes, 2);
+        assert_eq!(c.probe_timeout_ms, 50);
+        assert_eq!(c.error_match, ErrorMatch::Template);
+        assert_eq!(
+            FailureConfig::from_json(&Value::Null).unwrap(),
+            FailureConfig::default()
+        );
+        for bad in [
+            serde_json::json!({"failureTreshold": 5}),
+            serde_json::json!({"failureThreshold": 5.5}),
+            serde_json::json!({"failureThreshold": -1}),
+            serde_json::json!({"failureThreshold": "5"}),
+            serde_json::json!({"errorMatch": "fuzzy"}),
+            serde_json::json!({"failureThreshold": 3, "warningThreshold": 3}),
+            serde_json::json!([1]),
+        ] {
+            assert_eq!(
+                FailureConfig::from_json(&bad).unwrap_err().code(),
+                "INVALID_CONFIG",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn effective_warning_threshold_defaults_to_three_unless_threshold_is_small() {
+        let eff = |failure_threshold, warning_threshold| {
+            FailureConfig {
+                failure_threshold,
+                warning_threshold,
+                ..FailureConfig::default()
+            }
+            .effective_warning_threshold()
+        };
+        assert_eq!(eff(5, None), 3);
+        assert_eq!(eff(4, None), 3);
+        assert_eq!(eff(3, None), 0);
+        assert_eq!(eff(2, None), 0);
+        assert_eq!(eff(1, None), 0);
+        assert_eq!(eff(3, Some(2)), 2);
+        assert_eq!(eff(10, Some(0)), 0);
+        assert_eq!(eff(10, Some(9)), 9);
+    }
+
+    #[test]
+    fn cooldown_at_doubles_and_caps() {
+        let c = FailureConfig {
+            backoff_multiplier: 2.0,
+            ..FailureConfig::default()
+        };
+        assert_eq!(c.cooldown_at(0), 30_000);
+        assert_eq!(c.cooldown_at(1), 60_000);
+        assert_eq!(c.cooldown_at(2), 120_000);
+        assert_eq!(c.cooldown_at(3), 240_000);
+        assert_eq!(c.cooldown_at(6), 1_920_000);
+        // 30 s × 2^7 = 3 840 000 > maxCooldownMs.
+        assert_eq!(c.cooldown_at(7), 3_600_000);
+        assert_eq!(c.cooldown_at(64), 3_600_000);
+        assert_eq!(c.cooldown_at(2000), 3_600_000);
+        assert_eq!(c.cooldown_at(u32::MAX), 3_600_000);
+        let low_cap = FailureConfig {
+            backoff_multiplier: 2.0,
+            max_cooldown_ms: 100_000,
+            ..FailureConfig::default()
+        };
+        assert_eq!(low_cap.cooldown_at(1), 60_000);
+        assert_eq!(low_cap.cooldown_at(2), 100_000);
+        // No overflow with the largest durations either.
+        let huge = FailureConfig {
+            backoff_multiplier: 3.0,
+            cooldown_ms: u64::MAX / 2,
+            max_cooldown_ms: u64::MAX,
+            ..FailureConfig::default()
+        };
+        assert_eq!(huge.cooldown_at(0), u64::MAX / 2);
+        assert_eq!(huge.cooldown_at(1), u64::MAX);
+        assert_eq!(huge.cooldown_at(u32::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn cooldown_at_fractional_multiplier_and_no_backoff() {
+        let c = FailureConfig {
+            backoff_multiplier: 1.5,
+            ..FailureConfig::default()
+        };
+        assert_eq!(c.cooldown_at(0), 30_000);
+        assert_eq!(c.cooldown_at(1), 45_000);
+        assert_eq!(c.cooldown_at(2), 67_500);
+        assert_eq!(c.cooldown_at(3), 101_250);
+        assert_eq!(c.cooldown_at(u32::MAX), 3_600_000);
+        let flat = FailureConfig::default();
+        assert_eq!(flat.cooldown_at(0), 30_000);
+        assert_eq!(flat.cooldown_at(5), 30_000);
+        assert_eq!(flat.cooldown_at(u32::MAX), 30_000);
+    }
+
+    #[test]
+    fn backoff_grows_while_probes_fail_and_resets_on_recovery() {
+        let (b, clock) = breaker(FailureConfig {
+            backoff_multiplier: 2.0,
+            ..FailureConfig::default()
+        });
+        trip(&b);
+        assert_eq!(b.status().cooldown_ms, 30_000);
+        let mut t = 0;
+        for expected in [60_000, 120_000, 240_000] {
+            t += b.status().cooldown_ms;
+            clock.set(t);
+            assert!(b.should_allow_operation().allowed);
+            b.record_failure("still broken");
+            let s = b.status();
+            assert_eq!(s.state, State::Open);
+            assert_eq!(s.opened_at, Some(t));
+            assert_eq!(s.cooldown_ms, expected);
+            assert_eq!(s.cooldown_remaining_ms, expected);
+            // One ms before the end of the (longer) cooldown the call is still refused.
+            clock.set(t + expected - 1);
+            let p = b.should_allow_operation();
+            assert!(!p.allowed);
+            assert_eq!(
+                p.message.unwrap(),
+                open_message(1, 5),
+                "cooldown {expected}"
+            );
+            clock.set(t);
+        }
+        assert_eq!(b.metrics().reopenings, 3);
+        t += 240_000;
+        clock.set(t);
+        assert!(b.should_allow_operation().allowed);
+        b.record_success();
+        assert_eq!(b.state(), State::Closed);
+        assert_eq!(b.status().cooldown_ms, 30_000);
+        trip(&b);
+        assert_eq!(b.status().cooldown_ms, 30_000);
+        assert_eq!(b.snapshot().backoff_level, 0);
+    }
+
+    #[test]
+    fn message_texts() {
+        assert_eq!(
+            warning_message(3, 5),
+            "Warning: 3 consecutive failures. 2 more will open circuit."
+        );
+        assert_eq!(
+            warning_message(1, 2),
+            "Warning: 1 consecutive failure. 1 more will open circuit."
+        );
+        assert_eq!(
+            warning_message(2, 10),
+            "Warning: 2 consecutive failures. 8 more will open circuit."
+        );
+        let open = |n: u64, t: u32| {
+            format!(
+                "Circuit breaker OPEN. {n} seconds remaining in cooldown. {t} consecutive \
+                 failures detected. Human intervention required."
+            )
+        };
+        assert_eq!(open_message(30_000, 5), open(30, 5));
+        assert_eq!(open_message(28_000, 5), open(28, 5));
+        assert_eq!(open_message(27_001, 5), open(28, 5));
+        assert_eq!(open_message(1_001, 3), open(2, 3));
+        assert_eq!(open_message(1_000, 3), open(1, 3));
+        assert_eq!(open_message(1, 3), open(1, 3));
+    }
+
+    #[test]
+    fn open_message_counts_down_in_whole_seconds_rounded_up() {
+        let (b, clock) = breaker(FailureConfig::default());
+        for _ in 0..4 {
+            b.record_failure("Path not found");
+        }
+        clock.set(1000);
+        b.record_failure("Path not found");
+        let msg = |at: u64| {
+            clock.set(at);
+            let p = b.should_allow_operation();
+            assert!(!p.allowed, "at {at}");
+            p.message.unwrap()
+        };
+        assert_eq!(
+            msg(3000),
+            "Circuit breaker OPEN. 28 seconds remaining in cooldown. 5 consecutive failures \
+             detected. Human intervention required."
+        );
+        assert_eq!(msg(1000), open_message(30_000, 5));
+        assert_eq!(msg(1001), open_message(29_999, 5));
+        assert!(msg(1001).contains(" 30 seconds "));
+        assert!(msg(30_999).contains(" 1 seconds "));
+        // Lazy: status says OPEN with 0 remaining until the next permission check.
+        clock.set(31_000);
+        let s = b.status();
+        assert_eq!((s.state, s.cooldown_remaining_ms), (State::Open, 0));
+        let p = b.should_allow_operation();
+        assert_eq!(
+            (p.allowed, p.message.as_deref()),
+            (true, Some(PROBE_GRANTED))
+        );
+        assert_eq!(b.state(), State::HalfOpen);
+        assert_eq!(
+            b.should_allow_operation().message.as_deref(),
+            Some(PROBE_WAIT)
+        );
+    }
+
+    #[test]
+    fn warnings_and_transitions_are_emitted_in_order() {
+        let (b, clock) = breaker(FailureConfig::default());
+        let (_, seen) = collect(&b);
+        for i in 1..=5 {
+            clock.set(i * 10);
+            b.record_failure("x");
+        }
+        clock.set(50 + 30_000);
+        assert!(b.should_allow_operation().allowed);
+        b.record_failure("x");
+        clock.set(50 + 60_000);
+        assert!(b.should_allow_operation().allowed);
+        b.record_success();
+        b.record_failure("y");
+        b.record_failure("y");
+        b.record_failure("y");
+        b.record_success();
+        b.record_failure("z");
+        b.record_failure("z");
+        b.record_failure("z");
+        b.reset();
+        let warning = |at_ms| Event::Warning {
+            message: "Warning: 3 consecutive failures. 2 more will open circuit.".into(),
+            at_ms,
+        };
+        let t = 50 + 60_000;
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![
+                warning(30),
+                change(
+                    State::Closed,
+                    State::Open,
+                    "5 consecutive failures detected",
+                    50
+                ),
+                change(State::Open, State::HalfOpen, "Cooldown expired", 30_050),
+                change(
+                    State::HalfOpen,
+                    State::Open,
+                    "Test operation failed",
+                    30_050
+                ),
+                change(State::Open, State::HalfOpen, "Cooldown expired", t),
+                change(
+                    State::HalfOpen,
+                    State::Closed,
+                    "Test operation succeeded",
+                    t
+                ),
+                warning(t),
+                warning(t),
+            ]
+        );
+        // reset() from CLOSED emits nothing.
+        assert_eq!(seen.lock().unwrap().len(), 8);
+        trip(&b);
+        b.reset();
+        let last = seen.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(last, change(State::Open, State::Closed, "reset", t));
+    }
+
+    #[test]
+    fn open_state_counts_failures_but_keeps_opened_at_and_success_only_zeroes() {
+        let (b, clock) = breaker(FailureConfig::default());
+        trip(&b);
+        clock.set(10_000);
+        b.record_failure("later");
+        let s = b.status();
+        assert_eq!(s.state, State::Open);
+        assert_eq!(s.consecutive_failures, 6);
+        assert_eq!(s.opened_at, Some(0));
+        assert_eq!(s.trips, 1);
+        assert_eq!(s.failure_history.len(), 6);
+        assert_eq!(
+            s.failure_history[4],
+            FailureRecord {
+                at_ms: 0,
+                error: "boom".into(),
+                state: State::Closed
+            }
+        );
+        assert_eq!(s.failure_history[5].state, State::Open);
+        b.record_success();
+        let s = b.status();
+        assert_eq!(
+            (s.state, s.consecutive_failures, s.opened_at),
+            (State::Open, 0, Some(0))
+        );
+        assert_eq!(b.metrics().recoveries, 0);
+    }
+
+    #[test]
+    fn history_is_a_ring_buffer_of_history_limit() {
+        let (b, _) = breaker(FailureConfig {
+            history_limit: 3,
+            failure_threshold: 10,
+            ..FailureConfig::default()
+        });
+        for i in 0..5 {
+            b.record_failure(&format!("e{i}"));
+        }
+        let errors: Vec<String> = b
+            .status()
+            .failure_history
+            .into_iter()
+            .map(|r| r.error)
+            .collect();
+        assert_eq!(errors, ["e2", "e3", "e4"]);
+        let (none, _) = breaker(FailureConfig {
+            history_limit: 0,
+            ..FailureConfig::default()
+        });
+        none.record_failure("x");
+        assert!(none.status().failure_history.is_empty());
+        assert_eq!(none.status().consecutive_failures, 1);
+    }
+
+    #[test]
+    fn identical_error_rule_trips_early_and_restarts_on_other_errors() {
+        let (b, _) = breaker(FailureConfig {
+            identical_error_threshold: 3,
+            failure_threshold: 10,
+            ..FailureConfig::default()
+        });
+        let (_, seen) = collect(&b);
+        b.record_failure("Timeout after 30s");
+        b.record_failure("Timeout after 45s");
+        b.record_failure("Disk full");
+        b.record_failure("Timeout after 1s");
+        b.record_failure("Timeout after 2s");
+        assert_eq!(b.state(), State::Closed);
+        b.record_failure("  Timeout after 3s ");
+        assert_eq!(b.state(), State::Open);
+        let events = seen.lock().unwrap().clone();
+        assert_eq!(
+            events.last().unwrap(),
+            &change(
+                State::Closed,
+                State::Open,
+                "Same error repeated 3 times: \"Timeout after 3s\"",
+                0
+            )
+        );
+        // The open message still names failureThreshold.
+        assert!(
+            b.should_allow_operation()
+                .message
+                .unwrap()
+                .contains(" 10 consecutive failures detected.")
+        );
+    }
+
+    #[test]
+    fn probes_permits_and_timeout() {
+        let (b, clock) = breaker(FailureConfig {
+            half_open_max_probes: 2,
+            probe_timeout_ms: 1000,
+            ..FailureConfig::default()
+        });
+        trip(&b);
+        clock.set(30_000);
+        assert_eq!(
+            b.should_allow_operation().message.as_deref(),
+            Some(PROBE_GRANTED)
+        );
+        assert_eq!(
+            b.should_allow_operation(),
+            Permission {
+                allowed: true,
+                message: Some(PROBE_MORE.into())
+            }
+        );
+        clock.set(30_999);
+        assert_eq!(
+            b.should_allow_operation(),
+            Permission {
+                allowed: false,
+                message: Some(PROBE_WAIT.into())
+            }
+        );
+        clock.set(31_000);
+        assert_eq!(
+            b.should_allow_operation(),
+            Permission {
+                allowed: true,
+                message: Some(PROBE_GRANTED.into())
+            }
+        );
+        assert_eq!(b.state(), State::HalfOpen);
+        b.record_success();
+        assert_eq!(b.state(), State::Closed);
+        assert_eq!(b.should_allow_operation().message, None);
+    }
+
+    #[test]
+    fn metrics_count_for_the_objects_life() {
+        let (b, clock) = breaker(FailureConfig {
+            failure_threshold: 2,
+            ..FailureConfig::default()
+        });
+        assert_eq!(b.metrics().recovery_rate, None);
+        assert_eq!(b.metrics().mtbf_ms, None);
+        b.record_failure("a");
+        assert_eq!(b.metrics().mtbf_ms, None);
+        clock.set(100);
+        b.record_failure("a"); // trip
+        clock.set(30_100);
+        assert!(b.should_allow_operation().allowed);
+        b.record_failure("a"); // reopening
+        clock.set(60_100);
+        assert!(b.should_allow_operation().allowed);
+        b.record_success(); // recovery
+        b.reset();
+        let m = b.metrics();
+        assert_eq!(m.total_failures, 3);
+        assert_eq!(m.total_successes, 1);
+        assert_eq!(m.trips, 1);
+        assert_eq!(m.recoveries, 1);
+        assert_eq!(m.reopenings, 1);
+        assert_eq!(m.recovery_rate, Some(0.5));
+        // (30100 - 0) / (3 - 1)
+        assert_eq!(m.mtbf_ms, Some(15_050.0));
+        assert_eq!(b.status().trips, 0);
+    }
+
+    #[test]
+    fn call_records_ok_and_err_and_passes_them_on() {
+        let (b, _) = breaker(FailureConfig::default());
+        let r: Result<u32, CallError<String>> = b.call(|| Ok(7));
+        assert_eq!(r, Ok(7));
+        assert_eq!(b.metrics().total_successes, 1);
+        let r: Result<u32, CallError<std::io::Error>> =
+            b.call(|| Err(std::io::Error::other("disk full: /var")));
+        match r {
+            Err(CallError::Failed(e)) => assert_eq!(e.to_string(), "disk full: /var"),
+            other => panic!("unexpected {other:?}"),
+        }
+        let r: Result<u32, CallError<String>> = b.call(|| Err("second".to_string()));
+        assert_eq!(r, Err(CallError::Failed("second".to_string())));
+        let s = b.status();
+        assert_eq!(s.consecutive_failures, 2);
+        let errors: Vec<&str> = s.failure_history.iter().map(|r| r.error.as_str()).collect();
+        assert_eq!(errors, ["disk full: /var", "second"]);
+        let r: Result<(), CallError<String>> = b.call(|| Ok(()));
+        assert_eq!(r, Ok(()));
+        assert_eq!(b.status().consecutive_failures, 0);
+    }
+
+    #[test]
+    fn refused_call_does_not_run_and_is_circuit_open() {
+        let (b, _) = breaker(FailureConfig {
+            failure_threshold: 1,
+            ..FailureConfig::default()
+        });
+        b.record_failure("first");
+        let ran = AtomicBool::new(false);
+        let r: Result<(), CallError<String>> = b.call(|| {
+            ran.store(true, Ordering::SeqCst);
+            Ok(())
+        });
+        assert!(!ran.load(Ordering::SeqCst));
+        let Err(CallError::Rejected(e)) = r else {
+            panic!("expected a rejection, got {r:?}");
+        };
+        assert_eq!(e.code(), "CIRCUIT_OPEN");
+        assert_eq!(
+            e.message(),
+            "Circuit breaker OPEN. 30 seconds remaining in cooldown. 1 consecutive failures \
+             detected. Human intervention required."
+        );
+        // The refusal records nothing.
+        let s = b.status();
+        assert_eq!((s.consecutive_failures, s.failure_history.len()), (1, 1));
+        assert_eq!(b.metrics().total_failures, 1);
+        assert_eq!(b.metrics().total_successes, 0);
+    }
+
+    #[test]
+    fn call_is_the_half_open_probe() {
+        let (b, clock) = breaker(FailureConfig {
+            failure_threshold: 1,
+            backoff_multiplier: 2.0,
+            ..FailureConfig::default()
+        });
+        b.record_failure("x");
+        clock.set(30_000);
+        let r: Result<(), CallError<&str>> = b.call(|| Err("probe failed"));
+        assert_eq!(r, Err(CallError::Failed("probe failed")));
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(b.status().cooldown_ms, 60_000);
+        assert_eq!(b.status().failure_history[1].state, State::HalfOpen);
+        clock.set(90_000);
+        let r: Result<u8, CallError<&str>> = b.call(|| Ok(1));
+        assert_eq!(r, Ok(1));
+        assert_eq!(b.state(), State::Closed);
+        assert_eq!(b.metrics().recoveries, 1);
+    }
+
+    #[test]
+    fn panicking_call_is_recorded_and_resumed() {
+        let (b, _) = breaker(FailureConfig::default());
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let _: Result<(), CallError<String>> = b.call(|| panic!("kaboom"));
+        }));
+        // The original payload propagates.
+        let payload = outcome.unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"kaboom"));
+        let s = b.status();
+        assert_eq!(s.consecutive_failures, 1);
+        assert_eq!(s.failure_history.len(), 1);
+        assert!(s.failure_history[0].error.starts_with("panic: "));
+        assert_eq!(b.metrics().total_failures, 1);
+        // The breaker stays usable.
+        let r: Result<u8, CallError<String>> = b.call(|| Ok(3));
+        assert_eq!(r, Ok(3));
+        assert_eq!(b.status().consecutive_failures, 0);
+    }
+
+    #[test]
+    fn panicking_call_records_the_panic_message() {
+        let (b, _) = breaker(FailureConfig::default());
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let _: Result<(), CallError<String>> = b.call(|| panic!("kaboom"));
+        }));
+        let code = std::hint::black_box(42);
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let _: Result<(), CallError<String>> = b.call(|| panic!("code {code}"));
+        }));
+        assert_eq!(
+            outcome
+                .unwrap_err()
+                .downcast_ref::<String>()
+                .map(String::as_str),
+            Some("code 42")
+        );
+        // decisions.md: "a panic inside the function is recorded as a failure
+        // (`panic: <message>`)" -- for &str and String payloads alike.
+        let errors: Vec<String> = b
+            .status()
+            .failure_history
+            .into_iter()
+            .map(|r| r.error)
+            .collect();
+        assert_eq!(errors, ["panic: kaboom", "panic: code 42"]);
+    }
+
+    #[test]
+    fn save_and_load_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("breaker.json");
+        let (b, clock) = breaker(FailureConfig {
+            backoff_multiplier: 2.0,
+            ..FailureConfig::default()
+        });
+        clock.set(1000);
+        trip(&b);
+        clock.set(31_000);
+        assert!(b.should_allow_operation().allowed);
+        b.record_failure("probe failed");
+        b.save(&path).unwrap();
+        let on_disk: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(on_disk["version"], 1);
+        assert_eq!(on_disk["kind"], "failure");
+        assert_eq!(on_disk["state"], "OPEN");
+        assert_eq!(on_disk["openedAt"], 31_000);
+        assert_eq!(on_disk["backoffLevel"], 1);
+        assert_eq!(on_disk["consecutiveFailures"], 6);
+        assert_eq!(on_disk["trips"], 1);
+        assert_eq!(on_disk["failureHistory"][5]["state"], "HALF_OPEN");
+        assert_eq!(on_disk["failureHistory"][5]["atMs"], 31_000);
+        // Only the file itself is left in the directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+        let (c, clock2) = breaker(FailureConfig {
+            backoff_multiplier: 2.0,
+            ..FailureConfig::default()
+        });
+        assert!(c.load(&path).unwrap());
+        assert_eq!(c.snapshot(), b.snapshot());
+        clock2.set(61_000);
+        let s = c.status();
+        assert_eq!(s.state, State::Open);
+        assert_eq!(s.cooldown_ms, 60_000);
+        assert_eq!(s.cooldown_remaining_ms, 30_000);
+        assert_eq!(
+            c.should_allow_operation().message.unwrap(),
+            open_message(30_000, 5)
+        );
+    }
+
+    #[test]
+    fn load_missing_corrupt_and_save_without_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (b, _) = breaker(FailureConfig::default());
+        trip(&b);
+        let before = b.snapshot();
+        assert!(!b.load(dir.path().join("missing.json")).unwrap());
+        assert_eq!(b.snapshot(), before);
+        let corrupt = dir.path().join("corrupt.json");
+        std::fs::write(&corrupt, "{not json").unwrap();
+        assert_eq!(b.load(&corrupt).unwrap_err().code(), "INVALID_SNAPSHOT");
+        std::fs::write(&corrupt, r#"{"version": 1, "kind": "failure"}"#).unwrap();
+        assert_eq!(b.load(&corrupt).unwrap_err().code(), "INVALID_SNAPSHOT");
+        assert_eq!(b.snapshot(), before);
+        let nowhere = dir.path().join("no-such-dir").join("s.json");
+        assert_eq!(b.save(&nowhere).unwrap_err().code(), "IO");
+        assert!(!dir.path().join("no-such-dir").exists());
+    }
+
+    #[test]
+    fn state_path_saves_on_transitions_and_loads_at_construction() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        let config = FailureConfig {
+            state_path: Some(path.clone()),
+            ..FailureConfig::default()
+        };
+        let read = || -> Value { serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap() };
+        let clock = ManualClock::shared(5000);
+        let b = FailureBreaker::with_clock(config.clone(), clock.clone()).unwrap();
+        for _ in 0..4 {
+            b.record_failure("x");
+        }
+        // No transition yet: nothing written.
+        assert!(!path.exists());
+        b.record_failure("x");
+        assert_eq!(read()["state"], "OPEN");
+        assert_eq!(read()["openedAt"], 5000);
+
+        // A second breaker (a restart) picks the open circuit up with its cooldown running.
+        let clock2 = ManualClock::shared(25_000);
+        let c = FailureBreaker::with_clock(config.clone(), clock2.clone()).unwrap();
+        let s = c.status();
+        assert_eq!(s.state, State::Open);
+        assert_eq!(s.opened_at, Some(5000));
+        assert_eq!(s.cooldown_remaining_ms, 10_000);
+        assert_eq!(s.consecutive_failures, 5);
+
+        clock.set(35_000);
+        assert!(b.should_allow_operation().allowed);
+        assert_eq!(read()["state"], "HALF_OPEN");
+        b.record_success();
+        assert_eq!(read()["state"], "CLOSED");
+        b.record_failure("y");
+        assert_eq!(
+            read()["consecutiveFailures"],
+            0,
+            "a plain failure is no transition"
+        );
+        trip(&b);
+        assert_eq!(read()["state"], "OPEN");
+        b.reset();
+        assert_eq!(read()["state"], "CLOSED");
+        assert_eq!(read()["trips"], 0);
+
+        std::fs::write(&path, "garbage").unwrap();
+        assert_eq!(
+            FailureBreaker::with_clock(config, ManualClock::shared(0))
+                .unwrap_err()
+                .code(),
+            "INVALID_SNAPSHOT"
+        );
+    }
+
+    #[test]
+    fn failed_state_save_is_a_warning_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing-dir").join("state.json");
+        let (b, _) = breaker(FailureConfig {
+            state_path: Some(path.clone()),
+            failure_threshold: 1,
+            ..FailureConfig::default()
+        });
+        let (_, seen) = collect(&b);
+        b.record_failure("x");
+        assert_eq!(b.state(), State::Open);
+        let events = seen.lock().unwrap().clone();
+        assert_eq!(events.len(), 2);
+        let Event::Warning { message, .. } = &events[0] else {
+            panic!("expected a warning first, got {events:?}");
+        };
+        let prefix = format!("Could not save state to {}: ", path.display());
+        assert!(message.starts_with(&prefix), "{message}");
+        assert!(matches!(
+            events[1],
+            Event::StateChange {
+                to: State::Open,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn restore_applies_the_restart_rules() {
+        let (b, clock) = breaker(FailureConfig {
+            backoff_multiplier: 2.0,
+            history_limit: 2,
+            ..FailureConfig::default()
+        });
+        let (_, seen) = collect(&b);
+        let record = |at_ms, error: &str| FailureRecord {
+            at_ms,
+            error: error.into(),
+            state: State::Closed,
+        };
+        let snap = |state, opened_at, failures, level| FailureSnapshot {
+            version: 1,
+            kind: "failure".into(),
+            state,
+            consecutive_failures: failures,
+            opened_at,
+            backoff_level: level,
+            trips: 4,
+            failure_history: vec![record(1, "a"), record(2, "b"), record(3, "c")],
+        };
+        // OPEN stays OPEN with its openedAt: the cooldown continues.
+        clock.set(70_000);
+        b.restore(&snap(State::Open, Some(10_000), 6, 1)).unwrap();
+        let s = b.status();
+        assert_eq!(s.state, State::Open);
+        assert_eq!(s.opened_at, Some(10_000));
+        assert_eq!(s.consecutive_failures, 6);
+        assert_eq!(s.cooldown_ms, 60_000);
+        assert_eq!(s.cooldown_remaining_ms, 0);
+        assert_eq!(s.trips, 4);
+        assert_eq!(s.failure_history, vec![record(2, "b"), record(3, "c")]);
+        clock.set(40_000);
+        assert_eq!(b.status().cooldown_remaining_ms, 30_000);
+
+        // HALF_OPEN comes back CLOSED with no failures and backoff 0.
+        b.restore(&snap(State::HalfOpen, Some(10_000), 6, 3))
+            .unwrap();
+        let s = b.status();
+        assert_eq!(
+            (s.state, s.consecutive_failures, s.opened_at, s.cooldown_ms),
+            (State::Closed, 0, None, 30_000)
+        );
+        assert_eq!(b.snapshot().backoff_level, 0);
+        assert!(b.should_allow_operation().allowed);
+
+        // CLOSED above the threshold opens on its next failure (the >= rule).
+        b.restore(&snap(State::Closed, None, 7, 0)).unwrap();
+        assert_eq!(b.state(), State::Closed);
+        b.record_failure("one more");
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(b.status().consecutive_failures, 8);
+        assert_eq!(b.status().trips, 5);
+
+        // restore is loading, not a transition: only the failure above emitted an event.
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn invalid_snapshots_leave_the_breaker_unchanged() {
+        let (b, _) = breaker(FailureConfig::default());
+        b.record_failure("kept");
+        let before = b.snapshot();
+        let good = before.to_json();
+        let mut cases = Vec::new();
+        for (key, value) in [
+            ("version", serde_json::json!(2)),
+            ("kind", serde_json::json!("stagnation")),
+            ("state", serde_json::json!("AJAR")),
+            ("consecutiveFailures", serde_json::json!(-1)),
+            ("extra", serde_json::json!(true)),
+        ] {
+            let mut v = good.clone();
+            v[key] = value;
+            cases.push(v);
+        }
+        let mut open_without_time = good.clone();
+        open_without_time["state"] = "OPEN".into();
+        cases.push(open_without_time);
+        cases.push(serde_json::json!("not an object"));
+        for case in cases {
+            assert_eq!(
+                b.restore_json(&case).unwrap_err().code(),
+                "INVALID_SNAPSHOT",
+                "{case}"
+            );
+            assert_eq!(b.snapshot(), before);
+        }
+        // A hand-built Rust snapshot is validated too.
+        let mut bad = before.clone();
+        bad.version = 0;
+        assert_eq!(b.restore(&bad).unwrap_err().code(), "INVALID_SNAPSHOT");
+        assert_eq!(b.snapshot(), before);
+    }
+
+    #[test]
+    fn listeners_can_be_removed_and_failing_ones_are_counted() {
+        let (b, _) = breaker(FailureConfig::default());
+        let (id, seen) = collect(&b);
+        b.add_listener(Arc::new(|_| Err("listener broke".into())));
+        for _ in 0..3 {
+            b.record_failure("x"); // the 3rd emits a warning
+        }
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        assert_eq!(b.listener_errors(), 1);
+        assert!(b.remove_listener(id));
+        assert!(!b.remove_listener(id));
+        b.record_failure("x");
+        b.record_failure("x"); // opens: one event
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        assert_eq!(b.listener_errors(), 2);
+        assert_eq!(b.status().consecutive_failures, 5);
+    }
+
+    #[test]
+    fn reset_clears_state_but_not_metrics() {
+        let (b, _) = breaker(FailureConfig {
+            backoff_multiplier: 2.0,
+            ..FailureConfig::default()
+        });
+        trip(&b);
+        b.reset();
+        let s = b.status();
+        assert_eq!(s.state, State::Closed);
+        assert_eq!(s.consecutive_failures, 0);
+        assert!(s.failure_history.is_empty());
+        assert_eq!(s.opened_at, None);
+        assert_eq!(s.trips, 0);
+        assert_eq!(s.cooldown_ms, 30_000);
+        assert_eq!(b.metrics().total_failures, 5);
+        assert_eq!(b.metrics().trips, 1);
+    }
+
+    #[test]
+    fn breaker_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<FailureBreaker>();
     }
 }

@@ -200,7 +200,7 @@ pub struct StagnationBreaker {
     config: StagnationConfig,
     clock: SharedClock,
     inner: Mutex<Inner>,
-    listeners: Listeners,
+    pub(crate) listeners: Listeners,
 }
 
 impl fmt::Debug for StagnationBreaker {
@@ -449,4 +449,595 @@ impl StagnationBreaker {
 
 fn no_progress_reason(n: u64) -> String {
     format!("No progress in {n} consecutive iterations")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use std::sync::Arc;
+
+    type Seen = Arc<Mutex<Vec<Event>>>;
+
+    fn breaker(config: StagnationConfig) -> (StagnationBreaker, Arc<ManualClock>) {
+        let clock = ManualClock::shared(0);
+        let b = StagnationBreaker::with_clock(config, clock.clone()).unwrap();
+        (b, clock)
+    }
+
+    fn with_threshold(no_progress_threshold: u32) -> StagnationConfig {
+        StagnationConfig {
+            no_progress_threshold,
+            ..StagnationConfig::default()
+        }
+    }
+
+    fn it(files_changed: u64, tests_passing: u64, output_length: u64) -> IterationMetrics {
+        IterationMetrics {
+            files_changed,
+            tests_passing,
+            output_length,
+        }
+    }
+
+    /// An iteration without progress.
+    fn idle(output_length: u64) -> IterationMetrics {
+        it(0, 0, output_length)
+    }
+
+    /// An iteration with progress (a file changed).
+    fn work(output_length: u64) -> IterationMetrics {
+        it(1, 0, output_length)
+    }
+
+    fn collect(b: &StagnationBreaker) -> Seen {
+        let seen: Seen = Arc::default();
+        let s = Arc::clone(&seen);
+        b.add_listener(Arc::new(move |e| {
+            s.lock().unwrap().push(e.clone());
+            Ok(())
+        }));
+        seen
+    }
+
+    fn decision(state: State, reason: Option<&str>) -> StagnationDecision {
+        StagnationDecision {
+            allow_continue: state != State::Open,
+            state,
+            reason: reason.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn config_ranges() {
+        let code = |c: StagnationConfig| c.validate().err().map(|e| e.code());
+        let bad = Some("INVALID_CONFIG");
+        assert_eq!(code(StagnationConfig::default()), None);
+        assert_eq!(code(with_threshold(0)), bad);
+        assert_eq!(code(with_threshold(1)), None);
+        let same = |n| StagnationConfig {
+            same_error_threshold: n,
+            ..StagnationConfig::default()
+        };
+        assert_eq!(code(same(0)), bad);
+        assert_eq!(code(same(1)), None);
+        let decline = |n| StagnationConfig {
+            output_decline_threshold: n,
+            ..StagnationConfig::default()
+        };
+        assert_eq!(code(decline(0)), bad);
+        assert_eq!(code(decline(1)), None);
+        assert_eq!(code(decline(100)), None);
+        assert_eq!(code(decline(101)), bad);
+        assert_eq!(
+            StagnationBreaker::with_clock(decline(101), ManualClock::shared(0))
+                .unwrap_err()
+                .code(),
+            "INVALID_CONFIG"
+        );
+        for v in [
+            serde_json::json!({"noProgressTreshold": 3}),
+            serde_json::json!({"noProgressThreshold": 2.5}),
+            serde_json::json!({"outputDeclineThreshold": 0}),
+            serde_json::json!({"errorMatch": "loose"}),
+        ] {
+            assert_eq!(
+                StagnationConfig::from_json(&v).unwrap_err().code(),
+                "INVALID_CONFIG",
+                "{v}"
+            );
+        }
+        let c = StagnationConfig::from_json(&serde_json::json!({
+            "noProgressThreshold": 2, "sameErrorThreshold": 4,
+            "outputDeclineThreshold": 50, "errorMatch": "exact"
+        }))
+        .unwrap();
+        assert_eq!(
+            c,
+            StagnationConfig {
+                no_progress_threshold: 2,
+                same_error_threshold: 4,
+                output_decline_threshold: 50,
+                error_match: ErrorMatch::Exact,
+            }
+        );
+    }
+
+    #[test]
+    fn iteration_metrics_from_json() {
+        assert_eq!(
+            IterationMetrics::from_json(&serde_json::json!({"filesChanged": 1})).unwrap(),
+            it(1, 0, 0)
+        );
+        assert_eq!(
+            IterationMetrics::from_json(
+                &serde_json::json!({"filesChanged": 2, "testsPassing": 3, "outputLength": 4})
+            )
+            .unwrap(),
+            it(2, 3, 4)
+        );
+        for v in [
+            serde_json::json!({"filesChanged": 1.5}),
+            serde_json::json!({"testsPassing": -1}),
+            serde_json::json!({"outputLength": "10"}),
+            serde_json::json!({"files": 1}),
+            serde_json::json!(3),
+        ] {
+            assert_eq!(
+                IterationMetrics::from_json(&v).unwrap_err().code(),
+                "INVALID_ARGUMENT",
+                "{v}"
+            );
+        }
+    }
+
+    #[test]
+    fn progress_is_files_changed_or_a_new_best_test_count() {
+        let (b, clock) = breaker(with_threshold(100));
+        // testsPassing 0 on the first iteration is not better than 0.
+        b.record_progress(it(0, 0, 10));
+        assert_eq!(b.status().consecutive_no_progress, 1);
+        assert_eq!(b.status().last_progress, None);
+        clock.set(100);
+        b.record_progress(it(0, 5, 10));
+        assert_eq!(b.status().consecutive_no_progress, 0);
+        assert_eq!(b.status().last_progress, Some(100));
+        clock.set(200);
+        // Equal to the best is not progress, nor is lower.
+        b.record_progress(it(0, 5, 10));
+        b.record_progress(it(0, 4, 10));
+        assert_eq!(b.status().consecutive_no_progress, 2);
+        // Better than the best of every earlier iteration (5), not just the previous (4).
+        b.record_progress(it(0, 5, 10));
+        assert_eq!(b.status().consecutive_no_progress, 3);
+        b.record_progress(it(0, 6, 10));
+        assert_eq!(b.status().consecutive_no_progress, 0);
+        assert_eq!(b.status().last_progress, Some(200));
+        clock.set(300);
+        b.record_progress(it(1, 0, 10));
+        assert_eq!(b.status().consecutive_no_progress, 0);
+        assert_eq!(b.status().last_progress, Some(300));
+    }
+
+    #[test]
+    fn no_progress_threshold_moves_closed_to_half_open() {
+        let (b, clock) = breaker(StagnationConfig::default());
+        let seen = collect(&b);
+        b.record_progress(idle(10));
+        b.record_progress(idle(10));
+        assert_eq!(b.check(), decision(State::Closed, None));
+        clock.set(42);
+        b.record_progress(idle(10));
+        let reason = "No progress in 3 consecutive iterations";
+        assert_eq!(b.check(), decision(State::HalfOpen, Some(reason)));
+        assert!(b.check().allow_continue);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![Event::StateChange {
+                from: State::Closed,
+                to: State::HalfOpen,
+                reason: reason.into(),
+                at_ms: 42
+            }]
+        );
+    }
+
+    #[test]
+    fn half_open_closes_on_progress_without_decline() {
+        let (b, _) = breaker(StagnationConfig::default());
+        let seen = collect(&b);
+        for _ in 0..3 {
+            b.record_progress(idle(100));
+        }
+        b.record_progress(work(100));
+        assert_eq!(b.check(), decision(State::Closed, None));
+        assert_eq!(b.status().consecutive_no_progress, 0);
+        let events = seen.lock().unwrap().clone();
+        assert_eq!(events.len(), 2);
+        assert_eq!(
+            events[1],
+            Event::StateChange {
+                from: State::HalfOpen,
+                to: State::Closed,
+                reason: "Progress resumed".into(),
+                at_ms: 0
+            }
+        );
+        // The counter starts over: three more idle iterations are needed.
+        b.record_progress(idle(100));
+        b.record_progress(idle(100));
+        assert_eq!(b.state(), State::Closed);
+        b.record_progress(idle(100));
+        assert_eq!(b.state(), State::HalfOpen);
+    }
+
+    #[test]
+    fn half_open_opens_without_progress() {
+        let (b, _) = breaker(StagnationConfig::default());
+        for _ in 0..3 {
+            b.record_progress(idle(100));
+        }
+        b.record_progress(idle(100));
+        assert_eq!(
+            b.check(),
+            decision(State::Open, Some("No progress in 4 consecutive iterations"))
+        );
+        assert!(!b.check().allow_continue);
+    }
+
+    #[test]
+    fn decline_boundary_with_an_integral_baseline() {
+        // Baseline 100, threshold 70: 69 declined, 70 not (70 * 100 < 70 * 100 is false).
+        for (output, expected) in [(69, State::Open), (70, State::Closed), (0, State::Open)] {
+            let (b, _) = breaker(StagnationConfig::default());
+            for _ in 0..3 {
+                b.record_progress(idle(100));
+            }
+            b.record_progress(work(output));
+            assert_eq!(b.state(), expected, "output {output}");
+            if expected == State::Open {
+                assert_eq!(
+                    b.check().reason.unwrap(),
+                    format!("Output declined to {output}% of baseline")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn decline_boundary_with_a_fractional_baseline() {
+        // Baseline (100 + 100 + 101) / 3 = 100.33..; 70% of it is 70.23..
+        for (output, expected) in [(70, State::Open), (71, State::Closed)] {
+            let (b, _) = breaker(StagnationConfig::default());
+            b.record_progress(idle(100));
+            b.record_progress(idle(100));
+            b.record_progress(idle(101));
+            b.record_progress(work(output));
+            assert_eq!(b.state(), expected, "output {output}");
+        }
+        let (b, _) = breaker(StagnationConfig::default());
+        b.record_progress(idle(100));
+        b.record_progress(idle(100));
+        b.record_progress(idle(101));
+        b.record_progress(work(70));
+        // floor(70 * 100 / 100.33..) = floor(69.76..) = 69
+        assert_eq!(
+            b.check().reason.as_deref(),
+            Some("Output declined to 69% of baseline")
+        );
+    }
+
+    #[test]
+    fn decline_threshold_100_means_any_drop() {
+        let config = StagnationConfig {
+            output_decline_threshold: 100,
+            ..StagnationConfig::default()
+        };
+        for (output, expected) in [(99, State::Open), (100, State::Closed)] {
+            let (b, _) = breaker(config.clone());
+            for _ in 0..3 {
+                b.record_progress(idle(100));
+            }
+            b.record_progress(work(output));
+            assert_eq!(b.state(), expected, "output {output}");
+        }
+    }
+
+    #[test]
+    fn baseline_uses_only_earlier_iterations() {
+        // Threshold 1: the 2nd iteration decides with a baseline of the 1st alone (200).
+        for (output, expected) in [(139, State::Open), (140, State::Closed)] {
+            let (b, _) = breaker(with_threshold(1));
+            b.record_progress(idle(200));
+            assert_eq!(b.state(), State::HalfOpen);
+            b.record_progress(work(output));
+            assert_eq!(b.state(), expected, "output {output}");
+        }
+        let (b, _) = breaker(with_threshold(1));
+        b.record_progress(idle(200));
+        b.record_progress(work(139));
+        assert_eq!(
+            b.check().reason.as_deref(),
+            Some("Output declined to 69% of baseline")
+        );
+    }
+
+    #[test]
+    fn baseline_is_the_first_three_iterations_only() {
+        let (b, _) = breaker(with_threshold(5));
+        for output in [100, 100, 100, 1000, 1000] {
+            b.record_progress(idle(output));
+        }
+        assert_eq!(b.state(), State::HalfOpen);
+        // Against the first three (100) 70 has not declined; against all five (460) it would.
+        b.record_progress(work(70));
+        assert_eq!(b.state(), State::Closed);
+        assert_eq!(b.snapshot().baseline_outputs, vec![100, 100, 100]);
+    }
+
+    #[test]
+    fn zero_baseline_never_declines_and_decline_in_closed_is_only_recorded() {
+        let (b, _) = breaker(StagnationConfig::default());
+        for _ in 0..3 {
+            b.record_progress(idle(0));
+        }
+        b.record_progress(work(0));
+        assert_eq!(b.state(), State::Closed);
+
+        let (b, _) = breaker(StagnationConfig::default());
+        b.record_progress(work(100));
+        b.record_progress(work(1));
+        b.record_progress(work(1));
+        assert_eq!(b.check(), decision(State::Closed, None));
+        assert_eq!(b.status().output_trend, vec![100, 1, 1]);
+    }
+
+    #[test]
+    fn output_trend_keeps_the_last_ten() {
+        let (b, _) = breaker(with_threshold(100));
+        for n in 1..=12 {
+            b.record_progress(idle(n));
+        }
+        assert_eq!(b.status().output_trend, (3..=12).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn same_error_threshold_opens_with_the_latest_text() {
+        let (b, clock) = breaker(StagnationConfig::default());
+        let seen = collect(&b);
+        for n in 1..=4 {
+            b.record_error(&format!("Timeout after {n}s"), false);
+        }
+        assert_eq!(b.state(), State::Closed);
+        assert_eq!(
+            b.status().error_counts,
+            BTreeMap::from([("Timeout after #s".to_string(), 4)])
+        );
+        clock.set(9);
+        b.record_error("  Timeout after 5s\n", false);
+        let reason = "Same error repeated 5 times: \"Timeout after 5s\"";
+        assert_eq!(b.check(), decision(State::Open, Some(reason)));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![Event::StateChange {
+                from: State::Closed,
+                to: State::Open,
+                reason: reason.into(),
+                at_ms: 9
+            }]
+        );
+    }
+
+    #[test]
+    fn errors_open_from_half_open_and_transient_ones_never_count() {
+        let (b, _) = breaker(StagnationConfig {
+            same_error_threshold: 2,
+            ..StagnationConfig::default()
+        });
+        for _ in 0..10 {
+            b.record_error("rate limited", true);
+        }
+        assert!(b.status().error_counts.is_empty());
+        for _ in 0..3 {
+            b.record_progress(idle(1));
+        }
+        assert_eq!(b.state(), State::HalfOpen);
+        b.record_error("boom", false);
+        assert_eq!(b.state(), State::HalfOpen);
+        b.record_error("boom", false);
+        assert_eq!(
+            b.check(),
+            decision(State::Open, Some("Same error repeated 2 times: \"boom\""))
+        );
+    }
+
+    #[test]
+    fn progress_clears_error_counts() {
+        let (b, _) = breaker(StagnationConfig::default());
+        for _ in 0..4 {
+            b.record_error("boom", false);
+        }
+        b.record_progress(idle(1));
+        assert_eq!(b.status().error_counts.len(), 1);
+        b.record_progress(work(1));
+        assert!(b.status().error_counts.is_empty());
+        for _ in 0..4 {
+            b.record_error("boom", false);
+        }
+        assert_eq!(b.state(), State::Closed);
+        b.record_error("boom", false);
+        assert_eq!(b.state(), State::Open);
+    }
+
+    #[test]
+    fn open_is_final_until_reset() {
+        let (b, clock) = breaker(StagnationConfig::default());
+        let seen = collect(&b);
+        for _ in 0..4 {
+            b.record_progress(idle(50));
+        }
+        let open = decision(State::Open, Some("No progress in 4 consecutive iterations"));
+        assert_eq!(b.check(), open);
+        clock.set(500);
+        b.record_progress(idle(7));
+        b.record_progress(it(3, 10, 8));
+        b.record_progress(idle(9));
+        for _ in 0..6 {
+            b.record_error("again", false);
+        }
+        assert_eq!(b.check(), open);
+        let s = b.status();
+        assert_eq!(s.consecutive_no_progress, 1);
+        assert_eq!(s.last_progress, Some(500));
+        assert_eq!(s.output_trend, vec![50, 50, 50, 50, 7, 8, 9]);
+        assert_eq!(s.error_counts.get("again"), Some(&6));
+        assert_eq!(seen.lock().unwrap().len(), 2);
+
+        clock.set(600);
+        b.reset();
+        assert_eq!(b.check(), decision(State::Closed, None));
+        assert_eq!(
+            b.status(),
+            StagnationStatus {
+                state: State::Closed,
+                consecutive_no_progress: 0,
+                error_counts: BTreeMap::new(),
+                output_trend: vec![],
+                last_progress: None,
+            }
+        );
+        assert_eq!(b.snapshot().baseline_outputs, Vec::<u64>::new());
+        assert_eq!(b.snapshot().best_tests_passing, 0);
+        assert_eq!(
+            seen.lock().unwrap().last().unwrap(),
+            &Event::StateChange {
+                from: State::Open,
+                to: State::Closed,
+                reason: "reset".into(),
+                at_ms: 600
+            }
+        );
+        // After reset testsPassing 1 is progress again (the best was forgotten).
+        b.record_progress(it(0, 1, 5));
+        assert_eq!(b.status().consecutive_no_progress, 0);
+    }
+
+    #[test]
+    fn snapshot_round_trip_keeps_every_counter() {
+        let (a, clock) = breaker(StagnationConfig::default());
+        clock.set(77);
+        a.record_progress(it(0, 9, 100));
+        a.record_progress(idle(90));
+        a.record_progress(idle(80));
+        a.record_progress(idle(70));
+        a.record_error("boom 1", false);
+        let snap = a.snapshot();
+        let json = snap.to_json();
+        assert_eq!(json["version"], 1);
+        assert_eq!(json["kind"], "stagnation");
+        assert_eq!(json["consecutiveNoProgress"], 3);
+        assert_eq!(json["baselineOutputs"], serde_json::json!([100, 90, 80]));
+        assert_eq!(json["bestTestsPassing"], 9);
+        assert_eq!(json["lastProgress"], 77);
+        assert_eq!(json["errorCounts"], serde_json::json!({"boom #": 1}));
+        assert_eq!(json["outputTrend"], serde_json::json!([100, 90, 80, 70]));
+
+        let (b, _) = breaker(StagnationConfig::default());
+        b.restore_json(&json).unwrap();
+        assert_eq!(b.status().output_trend, vec![100, 90, 80, 70]);
+        assert_eq!(b.status().last_progress, Some(77));
+        // The snapshot was HALF_OPEN: it comes back CLOSED with no idle iterations.
+        assert_eq!(b.check(), decision(State::Closed, None));
+        assert_eq!(b.status().consecutive_no_progress, 0);
+        // bestTestsPassing came along: 9 is no progress, 10 is.
+        b.record_progress(it(0, 9, 100));
+        assert_eq!(b.status().consecutive_no_progress, 1);
+        b.record_progress(it(0, 10, 100));
+        assert_eq!(b.status().consecutive_no_progress, 0);
+    }
+
+    #[test]
+    fn restore_keeps_open_and_uses_the_restored_baseline() {
+        let (a, _) = breaker(StagnationConfig::default());
+        for _ in 0..4 {
+            a.record_progress(idle(10));
+        }
+        let open = a.snapshot();
+        let (b, _) = breaker(StagnationConfig::default());
+        b.restore(&open).unwrap();
+        assert_eq!(
+            b.check(),
+            decision(State::Open, Some("No progress in 4 consecutive iterations"))
+        );
+        assert_eq!(b.status().consecutive_no_progress, 4);
+
+        // A CLOSED snapshot keeps its counter, so one more idle iteration reaches HALF_OPEN,
+        // and the next is judged against the restored baseline (100).
+        let snap = StagnationSnapshot {
+            version: 1,
+            kind: "stagnation".into(),
+            state: State::Closed,
+            consecutive_no_progress: 2,
+            error_counts: BTreeMap::new(),
+            output_trend: vec![100, 100, 100],
+            last_progress: None,
+            baseline_outputs: vec![100, 100, 100],
+            best_tests_passing: 0,
+            reason: None,
+        };
+        let (c, _) = breaker(StagnationConfig::default());
+        c.restore(&snap).unwrap();
+        c.record_progress(idle(1000));
+        assert_eq!(c.state(), State::HalfOpen);
+        c.record_progress(work(69));
+        assert_eq!(
+            c.check().reason.as_deref(),
+            Some("Output declined to 69% of baseline")
+        );
+    }
+
+    #[test]
+    fn invalid_snapshots_leave_the_breaker_unchanged() {
+        let (b, _) = breaker(StagnationConfig::default());
+        b.record_progress(idle(5));
+        let before = b.snapshot();
+        let good = before.to_json();
+        for (key, value) in [
+            ("version", serde_json::json!(2)),
+            ("kind", serde_json::json!("failure")),
+            ("state", serde_json::json!("STUCK")),
+            ("baselineOutputs", serde_json::json!([1, 2, 3, 4])),
+            ("outputTrend", serde_json::json!([1.5])),
+            ("unknown", serde_json::json!(0)),
+        ] {
+            let mut v = good.clone();
+            v[key] = value;
+            assert_eq!(
+                b.restore_json(&v).unwrap_err().code(),
+                "INVALID_SNAPSHOT",
+                "{key}"
+            );
+            assert_eq!(b.snapshot(), before);
+        }
+        let mut bad = before.clone();
+        bad.kind = "budget".into();
+        assert_eq!(b.restore(&bad).unwrap_err().code(), "INVALID_SNAPSHOT");
+        assert_eq!(b.snapshot(), before);
+    }
+
+    #[test]
+    fn listeners_are_isolated_and_removable() {
+        let (b, _) = breaker(with_threshold(1));
+        let seen = collect(&b);
+        let failing = b.add_listener(Arc::new(|_| Err("nope".into())));
+        b.record_progress(idle(1));
+        assert_eq!(b.state(), State::HalfOpen);
+        assert_eq!(b.listener_errors(), 1);
+        assert!(b.remove_listener(failing));
+        assert!(!b.remove_listener(failing));
+        b.record_progress(idle(1));
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(b.listener_errors(), 1);
+        assert_eq!(seen.lock().unwrap().len(), 2);
+    }
 }

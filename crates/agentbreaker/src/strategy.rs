@@ -590,7 +590,7 @@ pub struct ExitStrategy {
     config: StrategyConfig,
     clock: SharedClock,
     runtime: Mutex<Runtime>,
-    listeners: Listeners,
+    pub(crate) listeners: Listeners,
 }
 
 impl fmt::Debug for ExitStrategy {
@@ -672,5 +672,520 @@ impl ExitStrategy {
     /// How many listener calls failed.
     pub fn listener_errors(&self) -> u64 {
         self.listeners.error_count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyzer::CompletionSignal;
+    use crate::clock::ManualClock;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn analysis(detected: bool, confidence: u32) -> Analysis {
+        Analysis {
+            completion_signal: CompletionSignal {
+                detected,
+                confidence,
+                phrases: Vec::new(),
+            },
+            confidence,
+            exit_signal: None,
+            tests_passing: None,
+            tests_failing: None,
+        }
+    }
+
+    fn done(confidence: u32) -> Analysis {
+        analysis(true, confidence)
+    }
+
+    fn nothing() -> Analysis {
+        analysis(false, 0)
+    }
+
+    fn strategy(config: Value) -> ExitStrategy {
+        ExitStrategy::with_clock(
+            StrategyConfig::from_json(&config).unwrap(),
+            ManualClock::shared(0),
+        )
+    }
+
+    fn go(reason: ExitReason) -> ExitDecision {
+        ExitDecision {
+            exit: true,
+            reason: Some(reason),
+        }
+    }
+
+    const STAY: ExitDecision = ExitDecision {
+        exit: false,
+        reason: None,
+    };
+
+    fn collect(s: &ExitStrategy) -> Arc<Mutex<Vec<Event>>> {
+        let seen: Arc<Mutex<Vec<Event>>> = Arc::default();
+        let c = Arc::clone(&seen);
+        s.add_listener(Arc::new(move |e| {
+            c.lock().unwrap().push(e.clone());
+            Ok(())
+        }));
+        seen
+    }
+
+    fn plan(markdown: &str) -> Vec<(String, bool)> {
+        FixPlan::from_markdown(markdown, 3)
+            .unwrap()
+            .steps
+            .into_iter()
+            .map(|s| (s.description, s.completed))
+            .collect()
+    }
+
+    #[test]
+    fn exit_reasons_spelling_and_success() {
+        let all = [
+            (ExitReason::Completed, "completed", true),
+            (ExitReason::DoneSignals, "done_signals", true),
+            (ExitReason::PlanComplete, "plan_complete", true),
+            (ExitReason::PlanExhausted, "plan_exhausted", false),
+            (ExitReason::CircuitOpen, "circuit_open", false),
+            (ExitReason::MaxIterations, "max_iterations", false),
+            (ExitReason::BudgetExceeded, "budget_exceeded", false),
+        ];
+        for (reason, text, success) in all {
+            assert_eq!(reason.as_str(), text);
+            assert_eq!(reason.to_string(), text);
+            assert_eq!(serde_json::to_value(reason).unwrap(), text);
+            assert_eq!(reason.is_success(), success, "{text}");
+        }
+        assert_eq!(
+            serde_json::to_value(go(ExitReason::Completed)).unwrap(),
+            json!({"exit": true, "reason": "completed"})
+        );
+        assert_eq!(
+            serde_json::to_value(STAY).unwrap(),
+            json!({"exit": false, "reason": null})
+        );
+    }
+
+    #[test]
+    fn auto_needs_detection_and_threshold() {
+        let s = strategy(json!({"type": "auto"}));
+        assert_eq!(
+            s.should_exit(&done(70), State::Closed),
+            go(ExitReason::Completed)
+        );
+        assert_eq!(s.should_exit(&done(69), State::Closed), STAY);
+        assert_eq!(s.should_exit(&analysis(false, 100), State::Closed), STAY);
+        assert_eq!(
+            s.should_exit(&done(100), State::Open),
+            go(ExitReason::Completed)
+        );
+        let low = strategy(json!({"type": "auto", "threshold": 40}));
+        assert_eq!(
+            low.should_exit(&done(40), State::Closed),
+            go(ExitReason::Completed)
+        );
+        assert_eq!(low.should_exit(&done(39), State::Closed), STAY);
+        let zero = strategy(json!({"type": "auto", "threshold": 0}));
+        assert_eq!(
+            zero.should_exit(&done(0), State::Closed),
+            go(ExitReason::Completed)
+        );
+        assert_eq!(zero.should_exit(&nothing(), State::Closed), STAY);
+    }
+
+    #[test]
+    fn done_signals_sums_a_sliding_window() {
+        let s = strategy(json!({"type": "done_signals"}));
+        for _ in 0..3 {
+            assert_eq!(s.should_exit(&analysis(false, 10), State::Closed), STAY);
+        }
+        assert_eq!(
+            s.should_exit(&analysis(false, 10), State::Closed),
+            go(ExitReason::DoneSignals)
+        );
+        // The window is the last 5: 39 then four zeros then 1 -> only 1 remains of the 39.
+        let s = strategy(json!({"type": "done_signals"}));
+        for c in [39, 0, 0, 0, 0, 1] {
+            assert_eq!(
+                s.should_exit(&analysis(false, c), State::Closed),
+                STAY,
+                "{c}"
+            );
+        }
+        let w2 = strategy(json!({"type": "done_signals", "threshold": 100, "window": 2}));
+        assert_eq!(w2.should_exit(&done(60), State::Closed), STAY);
+        assert_eq!(
+            w2.should_exit(&done(40), State::Closed),
+            go(ExitReason::DoneSignals)
+        );
+        assert_eq!(w2.should_exit(&done(59), State::Closed), STAY);
+    }
+
+    #[test]
+    fn circuit_breaker_exits_only_when_open() {
+        let s = strategy(json!({"type": "circuit_breaker"}));
+        assert_eq!(s.should_exit(&done(100), State::Closed), STAY);
+        assert_eq!(s.should_exit(&done(100), State::HalfOpen), STAY);
+        assert_eq!(
+            s.should_exit(&nothing(), State::Open),
+            go(ExitReason::CircuitOpen)
+        );
+    }
+
+    #[test]
+    fn composite_any_takes_the_first_member_in_list_order() {
+        let s = strategy(json!({"type": "composite",
+            "members": [{"type": "auto"}, {"type": "circuit_breaker"}]}));
+        assert_eq!(
+            s.should_exit(&done(80), State::Open),
+            go(ExitReason::Completed)
+        );
+        assert_eq!(
+            s.should_exit(&nothing(), State::Open),
+            go(ExitReason::CircuitOpen)
+        );
+        assert_eq!(
+            s.should_exit(&done(80), State::Closed),
+            go(ExitReason::Completed)
+        );
+        assert_eq!(s.should_exit(&done(50), State::HalfOpen), STAY);
+        let reversed = strategy(json!({"type": "composite", "mode": "any",
+            "members": [{"type": "circuit_breaker"}, {"type": "auto"}]}));
+        assert_eq!(
+            reversed.should_exit(&done(80), State::Open),
+            go(ExitReason::CircuitOpen)
+        );
+    }
+
+    #[test]
+    fn composite_members_all_see_every_iteration() {
+        let s = strategy(json!({"type": "composite",
+            "members": [{"type": "circuit_breaker"}, {"type": "done_signals"}]}));
+        // The first member fires, but done_signals still counts this 20.
+        assert_eq!(
+            s.should_exit(&analysis(false, 20), State::Open),
+            go(ExitReason::CircuitOpen)
+        );
+        assert_eq!(
+            s.should_exit(&analysis(false, 20), State::Closed),
+            go(ExitReason::DoneSignals)
+        );
+    }
+
+    #[test]
+    fn composite_all_remembers_who_fired_until_reset() {
+        let s = strategy(json!({"type": "composite", "mode": "all",
+            "members": [{"type": "auto"}, {"type": "circuit_breaker"}]}));
+        assert_eq!(s.should_exit(&done(80), State::Closed), STAY);
+        assert_eq!(s.should_exit(&nothing(), State::Closed), STAY);
+        // Not in the same iteration: the reason is the first member's.
+        assert_eq!(
+            s.should_exit(&nothing(), State::Open),
+            go(ExitReason::Completed)
+        );
+        s.reset();
+        assert_eq!(s.should_exit(&nothing(), State::Open), STAY);
+        assert_eq!(
+            s.should_exit(&done(90), State::Closed),
+            go(ExitReason::Completed)
+        );
+
+        let reversed = strategy(json!({"type": "composite", "mode": "all",
+            "members": [{"type": "circuit_breaker"}, {"type": "auto"}]}));
+        assert_eq!(reversed.should_exit(&done(80), State::Closed), STAY);
+        assert_eq!(
+            reversed.should_exit(&nothing(), State::Open),
+            go(ExitReason::CircuitOpen)
+        );
+        // Both in one iteration.
+        let once = strategy(json!({"type": "composite", "mode": "all",
+            "members": [{"type": "auto"}, {"type": "circuit_breaker"}]}));
+        assert_eq!(
+            once.should_exit(&done(80), State::Open),
+            go(ExitReason::Completed)
+        );
+    }
+
+    #[test]
+    fn markdown_checklists() {
+        let md = "# Fix plan\n\
+                  - [ ] first step\n\
+                  * [x] second step\n\
+                  + [X] third step\n\
+                  \x20   - [ ]   indented step  \n\
+                  \t* [ ] tab indented\n\
+                  - plain bullet\n\
+                  1. [ ] numbered\n\
+                  some text - [ ] not at start\n\
+                  - [y] odd mark\n\
+                  \n\
+                  -   [x] spaced bullet\n";
+        assert_eq!(
+            plan(md),
+            vec![
+                ("first step".to_string(), false),
+                ("second step".to_string(), true),
+                ("third step".to_string(), true),
+                ("indented step".to_string(), false),
+                ("tab indented".to_string(), false),
+                ("spaced bullet".to_string(), true),
+            ]
+        );
+        assert!(plan("no items here\n- item without box").is_empty());
+        let p = FixPlan::from_markdown("- [ ] a\n- [x] b", 7).unwrap();
+        assert!(
+            p.steps
+                .iter()
+                .all(|s| s.max_attempts == 7 && s.attempts == 0)
+        );
+        assert!(p.steps.iter().all(|s| !s.skipped));
+        assert_eq!(p.current_step(), Some(0));
+        let p = FixPlan::from_markdown("- [x] a\n- [ ] b", 3).unwrap();
+        assert_eq!(p.current_step(), Some(1));
+    }
+
+    #[test]
+    fn markdown_plan_is_capped() {
+        let md = "- [ ] s\n".repeat(MAX_PLAN_STEPS);
+        assert_eq!(
+            FixPlan::from_markdown(&md, 3).unwrap().steps.len(),
+            MAX_PLAN_STEPS
+        );
+        let md = "- [ ] s\n".repeat(MAX_PLAN_STEPS + 1);
+        assert_eq!(
+            FixPlan::from_markdown(&md, 3).unwrap_err().code(),
+            "INVALID_CONFIG"
+        );
+    }
+
+    #[test]
+    fn fix_plan_completes_steps_in_order() {
+        let s = strategy(json!({"type": "fix_plan", "markdown": "- [ ] a\n- [x] b\n- [ ] c"}));
+        assert_eq!(s.plan_status().unwrap().current_step, Some(0));
+        assert_eq!(s.should_exit(&nothing(), State::Closed), STAY);
+        assert_eq!(s.plan_status().unwrap().steps[0].attempts, 1);
+        assert_eq!(s.should_exit(&done(10), State::Closed), STAY);
+        let st = s.plan_status().unwrap();
+        assert!(st.steps[0].completed);
+        // The completing response is not an attempt.
+        assert_eq!(st.steps[0].attempts, 1);
+        // b was already done: c is next.
+        assert_eq!(st.current_step, Some(2));
+        assert_eq!(
+            s.should_exit(&done(10), State::Closed),
+            go(ExitReason::PlanComplete)
+        );
+        assert_eq!(s.plan_status().unwrap().current_step, None);
+        // Only fix plans have a plan status.
+        assert_eq!(strategy(json!({"type": "auto"})).plan_status(), None);
+    }
+
+    #[test]
+    fn fix_plan_skips_with_a_warning_and_ends_exhausted() {
+        let clock = ManualClock::shared(0);
+        let s = ExitStrategy::with_clock(
+            StrategyConfig::from_json(&json!({"type": "fix_plan", "steps": [
+                {"description": "reproduce the bug"},
+                {"description": "write tests", "maxAttempts": 2},
+            ]}))
+            .unwrap(),
+            clock.clone(),
+        );
+        let seen = collect(&s);
+        assert_eq!(s.should_exit(&done(50), State::Closed), STAY);
+        assert_eq!(s.should_exit(&nothing(), State::Closed), STAY);
+        clock.set(1234);
+        assert_eq!(
+            s.should_exit(&nothing(), State::Closed),
+            go(ExitReason::PlanExhausted)
+        );
+        let st = s.plan_status().unwrap();
+        assert!(st.steps[1].skipped && !st.steps[1].completed);
+        assert_eq!(st.steps[1].attempts, 2);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![Event::Warning {
+                message: "Step 2 skipped after 2 attempts: write tests".into(),
+                at_ms: 1234
+            }]
+        );
+    }
+
+    #[test]
+    fn fix_plan_mixed_skipped_and_completed_is_exhausted() {
+        let s = strategy(json!({"type": "fix_plan", "maxAttempts": 1,
+            "markdown": "- [ ] a\n- [ ] b\n- [ ] c"}));
+        let seen = collect(&s);
+        assert_eq!(s.should_exit(&nothing(), State::Closed), STAY); // a skipped
+        assert_eq!(s.should_exit(&done(40), State::Closed), STAY); // b completed
+        assert_eq!(
+            s.should_exit(&done(40), State::Closed),
+            go(ExitReason::PlanExhausted)
+        );
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![Event::Warning {
+                message: "Step 1 skipped after 1 attempts: a".into(),
+                at_ms: 0
+            }]
+        );
+        // Once over, it keeps saying so.
+        assert_eq!(
+            s.should_exit(&nothing(), State::Closed),
+            go(ExitReason::PlanExhausted)
+        );
+    }
+
+    #[test]
+    fn fix_plan_edge_plans() {
+        let empty = strategy(json!({"type": "fix_plan", "steps": []}));
+        assert_eq!(
+            empty.should_exit(&nothing(), State::Closed),
+            go(ExitReason::PlanComplete)
+        );
+        let checked = strategy(json!({"type": "fix_plan", "markdown": "- [x] a\n* [X] b"}));
+        assert_eq!(
+            checked.should_exit(&nothing(), State::Closed),
+            go(ExitReason::PlanComplete)
+        );
+        // A step given with attempts >= maxAttempts starts skipped.
+        let given = strategy(json!({"type": "fix_plan", "steps": [
+            {"description": "old", "attempts": 3},
+            {"description": "new", "completed": false}
+        ]}));
+        let st = given.plan_status().unwrap();
+        assert!(st.steps[0].skipped);
+        assert_eq!(st.current_step, Some(1));
+        assert_eq!(
+            given.should_exit(&done(40), State::Closed),
+            go(ExitReason::PlanExhausted)
+        );
+    }
+
+    #[test]
+    fn reset_returns_to_the_configured_state() {
+        let s = strategy(json!({"type": "fix_plan", "markdown": "- [x] a\n- [ ] b"}));
+        let configured = s.plan_status().unwrap();
+        s.should_exit(&nothing(), State::Closed);
+        assert_ne!(s.plan_status().unwrap(), configured);
+        s.reset();
+        assert_eq!(s.plan_status().unwrap(), configured);
+
+        let d = strategy(json!({"type": "done_signals"}));
+        d.should_exit(&analysis(false, 30), State::Closed);
+        d.reset();
+        assert_eq!(d.should_exit(&analysis(false, 30), State::Closed), STAY);
+        assert_eq!(
+            d.should_exit(&analysis(false, 10), State::Closed),
+            go(ExitReason::DoneSignals)
+        );
+    }
+
+    #[test]
+    fn from_json_builds_each_type() {
+        assert_eq!(
+            StrategyConfig::from_json(&Value::Null).unwrap(),
+            StrategyConfig::Auto { threshold: 70 }
+        );
+        assert_eq!(
+            StrategyConfig::default(),
+            StrategyConfig::Auto { threshold: 70 }
+        );
+        assert_eq!(
+            StrategyConfig::from_json(&json!({"type": "done_signals"})).unwrap(),
+            StrategyConfig::DoneSignals {
+                threshold: 40,
+                window: 5
+            }
+        );
+        assert_eq!(
+            StrategyConfig::from_json(&json!({"type": "circuit_breaker"})).unwrap(),
+            StrategyConfig::CircuitBreaker
+        );
+        let StrategyConfig::FixPlan(p) =
+            StrategyConfig::from_json(&json!({"type": "fix_plan", "steps": [
+                {"description": "x", "maxAttempts": 5, "attempts": 2, "completed": false}
+            ]}))
+            .unwrap()
+        else {
+            panic!("expected a fix plan");
+        };
+        assert_eq!(
+            p.steps,
+            vec![FixStep {
+                description: "x".into(),
+                completed: false,
+                skipped: false,
+                attempts: 2,
+                max_attempts: 5
+            }]
+        );
+        assert_eq!(
+            StrategyConfig::from_json(
+                &json!({"type": "composite", "members": [{"type": "auto", "threshold": 90}]})
+            )
+            .unwrap(),
+            StrategyConfig::Composite {
+                mode: CompositeMode::Any,
+                members: vec![StrategyConfig::Auto { threshold: 90 }]
+            }
+        );
+        assert_eq!(
+            StrategyConfig::fix_plan_from_json(&json!({"markdown": "- [ ] a"})).unwrap(),
+            StrategyConfig::FixPlan(FixPlan {
+                steps: vec![FixStep::new("a", 3)]
+            })
+        );
+    }
+
+    #[test]
+    fn from_json_errors() {
+        for bad in [
+            json!("auto"),
+            json!({}),
+            json!({"type": 1}),
+            json!({"type": "magic"}),
+            json!({"type": "auto", "threshold": 101}),
+            json!({"type": "auto", "threshold": -1}),
+            json!({"type": "auto", "threshold": 70.5}),
+            json!({"type": "auto", "treshold": 70}),
+            json!({"type": "done_signals", "window": 0}),
+            json!({"type": "fix_plan"}),
+            json!({"type": "fix_plan", "steps": [], "markdown": ""}),
+            json!({"type": "fix_plan", "steps": "- [ ] a"}),
+            json!({"type": "fix_plan", "steps": [{"completed": true}]}),
+            json!({"type": "fix_plan", "steps": [{"description": "a", "maxAttempts": 0}]}),
+            json!({"type": "fix_plan", "markdown": "- [ ] a", "maxAttempts": 0}),
+            json!({"type": "circuit_breaker", "threshold": 1}),
+            json!({"type": "composite"}),
+            json!({"type": "composite", "members": []}),
+            json!({"type": "composite", "members": {"type": "auto"}}),
+            json!({"type": "composite", "mode": "some", "members": [{"type": "auto"}]}),
+            json!({"type": "composite", "members": [{"type": "nope"}]}),
+        ] {
+            assert_eq!(
+                StrategyConfig::from_json(&bad).unwrap_err().code(),
+                "INVALID_CONFIG",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            StrategyConfig::fix_plan_from_json(&json!({"type": "auto", "markdown": ""}))
+                .unwrap_err()
+                .code(),
+            "INVALID_CONFIG"
+        );
+        let mut deep = json!({"type": "auto"});
+        for _ in 0..40 {
+            deep = json!({"type": "composite", "members": [deep]});
+        }
+        assert_eq!(
+            StrategyConfig::from_json(&deep).unwrap_err().code(),
+            "INVALID_CONFIG"
+        );
     }
 }
