@@ -58,10 +58,7 @@ fn path_hallucination() -> Result<(), agentbreaker::Error> {
         println!("[Iteration {}] AI: Read script \"{path}\"", i + 1);
         let permission = breaker.should_allow_operation();
         if !permission.allowed {
-            println!(
-                "[Tool] Blocked: {}",
-                permission.message.unwrap_or_default()
-            );
+            println!("[Tool] Blocked: {}", permission.message.unwrap_or_default());
             println!(
                 "-> halted at iteration {} after {} consecutive failures; the 6th call never ran.",
                 i + 1,
@@ -99,8 +96,10 @@ fn runaway_research() -> Result<(), agentbreaker::Error> {
         clock.set(call * 2_000);
         let event = json!({"type": "tool_use", "taskId": "research", "name": "web_fetch",
             "input": {"url": format!("https://example.com/brokerage/{call}")}});
-        budget.ingest(&json!({"type": "usage", "taskId": "research", "model": "claude-sonnet-4",
-            "usage": {"input_tokens": 4_000, "output_tokens": 300}}))?;
+        budget.ingest(
+            &json!({"type": "usage", "taskId": "research", "model": "claude-sonnet-4",
+            "usage": {"input_tokens": 4_000, "output_tokens": 300}}),
+        )?;
         // The sibling works at the same time and must not be charged for research's calls.
         if call % 10 == 0 {
             budget.ingest(&json!({"type": "tool_use", "taskId": "outline", "name": "write"}))?;
@@ -153,10 +152,7 @@ fn stalled_loop() -> Result<(), agentbreaker::Error> {
         })?;
         println!(
             "[Iteration {}] {:<50} -> {:?} (stagnation {})",
-            decision.iteration,
-            output,
-            decision.action,
-            decision.breaker.state
+            decision.iteration, output, decision.action, decision.breaker.state
         );
         if let Some(reason) = decision.reason {
             let outcome = match decision.outcome {
