@@ -10,7 +10,7 @@ use crate::analyzer::{Analysis, analyze};
 use crate::budget::{AgentEvent, BudgetBreaker, BudgetConfig, BudgetSnapshot, Halt};
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
-use crate::events::{Event, Listener, ListenerId, Listeners};
+use crate::events::{Event, Listeners};
 use crate::json::{Fields, type_name};
 use crate::stagnation::{
     IterationMetrics, StagnationBreaker, StagnationConfig, StagnationDecision, StagnationStatus,
@@ -395,22 +395,10 @@ impl Loop {
         self.budget.as_ref()
     }
 
-    /// Adds a listener: it receives the stagnation breaker's state changes, the fix plan's
-    /// warnings and the budget breaker's halts. (Listeners added to [`Loop::stagnation`] or
-    /// [`Loop::budget`] directly hear their own component's events too.)
-    pub fn add_listener(&self, listener: Listener) -> ListenerId {
-        self.listeners.add(listener)
-    }
-
-    /// Removes a listener.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
-    }
-
-    /// How many listener calls failed.
-    pub fn listener_errors(&self) -> u64 {
-        self.listeners.error_count()
-    }
+    // The loop's listeners receive the stagnation breaker's state changes, the fix plan's
+    // warnings and the budget breaker's halts; listeners added to `stagnation()` or `budget()`
+    // directly hear their own component's events too.
+    crate::events::listener_methods!("every component's (`stateChange`, `warning`, `halt`)");
 }
 
 #[cfg(test)]

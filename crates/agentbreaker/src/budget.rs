@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::clock::{SharedClock, SystemClock, elapsed};
 use crate::error::{Error, Result};
-use crate::events::{Event, Listener, ListenerId, Listeners};
+use crate::events::{Event, Listeners};
 use crate::json::{Fields, config_from_value, type_name};
 use crate::text::format_decimal;
 
@@ -834,20 +834,7 @@ impl BudgetBreaker {
         *self.lock() = Inner::default();
     }
 
-    /// Adds a listener for `halt` events.
-    pub fn add_listener(&self, listener: Listener) -> ListenerId {
-        self.listeners.add(listener)
-    }
-
-    /// Removes a listener.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
-    }
-
-    /// How many listener calls failed.
-    pub fn listener_errors(&self) -> u64 {
-        self.listeners.error_count()
-    }
+    crate::events::listener_methods!("`halt`");
 }
 
 fn too_many_tasks() -> Error {

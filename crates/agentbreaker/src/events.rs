@@ -140,6 +140,31 @@ impl Listeners {
     }
 }
 
+/// The three listener methods every event source exposes, delegating to its `listeners` field.
+/// `$events` names the events it emits, for the documentation.
+macro_rules! listener_methods {
+    ($events:literal) => {
+        #[doc = concat!("Adds a listener for ", $events, " events.")]
+        pub fn add_listener(
+            &self,
+            listener: $crate::events::Listener,
+        ) -> $crate::events::ListenerId {
+            self.listeners.add(listener)
+        }
+
+        /// Removes a listener; false when it was not registered.
+        pub fn remove_listener(&self, id: $crate::events::ListenerId) -> bool {
+            self.listeners.remove(id)
+        }
+
+        /// How many listener calls failed (returned an error or panicked).
+        pub fn listener_errors(&self) -> u64 {
+            self.listeners.error_count()
+        }
+    };
+}
+pub(crate) use listener_methods;
+
 #[cfg(test)]
 mod tests {
     use super::*;

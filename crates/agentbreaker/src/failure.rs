@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::clock::{SharedClock, SystemClock, elapsed};
 use crate::error::{CallError, Error, Result};
-use crate::events::{Event, Listener, ListenerId, Listeners};
+use crate::events::{Event, Listeners};
 use crate::fingerprint::{ErrorMatch, fingerprint};
 use crate::json::config_from_value;
 use crate::persist;
@@ -229,18 +229,7 @@ impl FailureSnapshot {
     pub fn from_json(value: &Value) -> Result<Self> {
         let snap: FailureSnapshot = serde_json::from_value(value.clone())
             .map_err(|e| Error::snapshot(format!("not a FailureBreaker snapshot: {e}")))?;
-        if snap.version != 1 {
-            return Err(Error::snapshot(format!(
-                "unknown snapshot version {} (this library reads version 1)",
-                snap.version
-            )));
-        }
-        if snap.kind != "failure" {
-            return Err(Error::snapshot(format!(
-                "snapshot kind is {:?}, expected \"failure\"",
-                snap.kind
-            )));
-        }
+        persist::check_snapshot_header(snap.version, &snap.kind, "failure")?;
         if snap.state == State::Open && snap.opened_at.is_none() {
             return Err(Error::snapshot("an OPEN snapshot needs openedAt"));
         }
@@ -752,20 +741,7 @@ impl FailureBreaker {
         }
     }
 
-    /// Adds a listener for `stateChange` and `warning` events.
-    pub fn add_listener(&self, listener: Listener) -> ListenerId {
-        self.listeners.add(listener)
-    }
-
-    /// Removes a listener.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
-    }
-
-    /// How many listener calls failed.
-    pub fn listener_errors(&self) -> u64 {
-        self.listeners.error_count()
-    }
+    crate::events::listener_methods!("`stateChange` and `warning`");
 }
 
 fn granted(message: &str) -> Permission {
@@ -841,6 +817,7 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+    use crate::events::ListenerId;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 

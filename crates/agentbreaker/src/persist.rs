@@ -60,6 +60,21 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// Checks the `version` and `kind` every snapshot carries.
+pub(crate) fn check_snapshot_header(version: u32, kind: &str, expected_kind: &str) -> Result<()> {
+    if version != 1 {
+        return Err(Error::snapshot(format!(
+            "unknown snapshot version {version} (this library reads version 1)"
+        )));
+    }
+    if kind != expected_kind {
+        return Err(Error::snapshot(format!(
+            "snapshot kind is {kind:?}, expected {expected_kind:?}"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,9 +9,10 @@ use serde_json::Value;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
-use crate::events::{Event, Listener, ListenerId, Listeners};
+use crate::events::{Event, Listeners};
 use crate::fingerprint::{ErrorCounts, ErrorMatch, fingerprint};
 use crate::json::{Fields, config_from_value};
+use crate::persist;
 use crate::state::State;
 use crate::text::cap_error;
 
@@ -159,18 +160,7 @@ impl StagnationSnapshot {
     pub fn from_json(value: &Value) -> Result<Self> {
         let snap: StagnationSnapshot = serde_json::from_value(value.clone())
             .map_err(|e| Error::snapshot(format!("not a StagnationBreaker snapshot: {e}")))?;
-        if snap.version != 1 {
-            return Err(Error::snapshot(format!(
-                "unknown snapshot version {} (this library reads version 1)",
-                snap.version
-            )));
-        }
-        if snap.kind != "stagnation" {
-            return Err(Error::snapshot(format!(
-                "snapshot kind is {:?}, expected \"stagnation\"",
-                snap.kind
-            )));
-        }
+        persist::check_snapshot_header(snap.version, &snap.kind, "stagnation")?;
         if snap.baseline_outputs.len() > BASELINE_ITERATIONS {
             return Err(Error::snapshot("baselineOutputs holds at most 3 values"));
         }
@@ -431,20 +421,7 @@ impl StagnationBreaker {
         self.restore(&StagnationSnapshot::from_json(snapshot)?)
     }
 
-    /// Adds a listener for `stateChange` events.
-    pub fn add_listener(&self, listener: Listener) -> ListenerId {
-        self.listeners.add(listener)
-    }
-
-    /// Removes a listener.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
-    }
-
-    /// How many listener calls failed.
-    pub fn listener_errors(&self) -> u64 {
-        self.listeners.error_count()
-    }
+    crate::events::listener_methods!("`stateChange`");
 }
 
 fn no_progress_reason(n: u64) -> String {

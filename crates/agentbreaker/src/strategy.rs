@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::analyzer::Analysis;
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
-use crate::events::{Event, Listener, ListenerId, Listeners};
+use crate::events::{Event, Listeners};
 use crate::json::{Fields, type_name};
 use crate::state::State;
 use crate::text::truncate;
@@ -659,20 +659,7 @@ impl ExitStrategy {
         *self.lock() = Runtime::new(&self.config);
     }
 
-    /// Adds a listener (fix plans emit a `warning` when they skip a step).
-    pub fn add_listener(&self, listener: Listener) -> ListenerId {
-        self.listeners.add(listener)
-    }
-
-    /// Removes a listener.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
-        self.listeners.remove(id)
-    }
-
-    /// How many listener calls failed.
-    pub fn listener_errors(&self) -> u64 {
-        self.listeners.error_count()
-    }
+    crate::events::listener_methods!("`warning` (a fix plan skipping a step)");
 }
 
 #[cfg(test)]
