@@ -149,62 +149,85 @@ fn same_phrase(phrase: &str, matched: &str) -> bool {
         && words.next().is_none()
 }
 
-/// The up-to-three words before byte `start` of `line`, nearest last, stopping at a sentence end
-/// (`.`, `!`, `?`, `;`). Scans backwards, so the cost is bounded by the three words' length, not
-/// the line's. Words are lower-cased with surrounding punctuation stripped; a word longer than any
-/// negator is kept as an empty placeholder (it still takes a place in the window).
-fn preceding_words(line: &str, start: usize) -> Vec<String> {
-    const KEEP: usize = 16;
-    let mut words: Vec<String> = Vec::new();
-    let mut current: Vec<char> = Vec::new();
-    let mut length = 0usize;
-    let flush = |current: &mut Vec<char>, length: &mut usize, words: &mut Vec<String>| {
-        if *length > 0 {
-            let word: String = if *length > KEEP {
-                String::new()
-            } else {
-                current.iter().rev().collect::<String>()
-            };
-            let word = word
-                .replace('\u{2019}', "'")
-                .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
-                .to_lowercase();
-            words.push(word);
-        }
-        current.clear();
-        *length = 0;
-    };
-    for c in line[..start].chars().rev() {
-        if words.len() == 3 {
-            break;
-        }
-        if matches!(c, '.' | '!' | '?' | ';') {
-            break;
-        }
-        if c.is_whitespace() {
-            flush(&mut current, &mut length, &mut words);
-        } else {
-            length += 1;
-            if length <= KEEP + 1 {
-                current.push(c);
-            }
-        }
-    }
-    if words.len() < 3 {
-        flush(&mut current, &mut length, &mut words);
-    }
-    words.truncate(3);
-    words.reverse();
-    words
+/// The whitespace-separated words of one line and its sentence ends, indexed once so that each
+/// phrase's negation check costs a binary search, however long the line or its words are.
+struct LineWords<'a> {
+    line: &'a str,
+    /// Byte ranges of the words, in order.
+    words: Vec<(usize, usize)>,
+    /// Byte offsets of `.`, `!`, `?` and `;`.
+    sentence_ends: Vec<usize>,
 }
 
-/// Whether the up-to-three words before `start` in `line` (same sentence) negate a phrase there.
-fn negated(line: &str, start: usize) -> bool {
-    let window = preceding_words(line, start);
-    window.iter().any(|w| NEGATORS.contains(&w.as_str()))
-        || window
-            .windows(2)
-            .any(|p| NEGATOR_PAIRS.contains(&(p[0].as_str(), p[1].as_str())))
+impl<'a> LineWords<'a> {
+    fn new(line: &'a str) -> Self {
+        let mut words = Vec::new();
+        let mut sentence_ends = Vec::new();
+        let mut word_start = None;
+        for (i, c) in line.char_indices() {
+            if matches!(c, '.' | '!' | '?' | ';') {
+                sentence_ends.push(i);
+            }
+            match (c.is_whitespace(), word_start) {
+                (true, Some(s)) => {
+                    words.push((s, i));
+                    word_start = None;
+                }
+                (false, None) => word_start = Some(i),
+                _ => {}
+            }
+        }
+        if let Some(s) = word_start {
+            words.push((s, line.len()));
+        }
+        LineWords {
+            line,
+            words,
+            sentence_ends,
+        }
+    }
+
+    /// Whether the up-to-three words before byte `start`, in the same sentence, negate a phrase
+    /// starting there. The part of a word before `start` counts as a word.
+    fn negates(&self, start: usize) -> bool {
+        let sentence_start = match self.sentence_ends.partition_point(|&e| e < start) {
+            0 => 0,
+            n => self.sentence_ends[n - 1] + 1,
+        };
+        let mut window: [&str; 3] = [""; 3];
+        let mut taken = 0;
+        let before = self.words.partition_point(|&(s, _)| s < start);
+        for &(s, e) in self.words[..before].iter().rev() {
+            if taken == 3 || e <= sentence_start {
+                break;
+            }
+            let piece = &self.line[s.max(sentence_start)..e.min(start)];
+            if piece.is_empty() {
+                continue;
+            }
+            window[2 - taken] = piece;
+            taken += 1;
+        }
+        let words: Vec<String> = window[3 - taken..]
+            .iter()
+            .map(|w| negator_form(w))
+            .collect();
+        words.iter().any(|w| NEGATORS.contains(&w.as_str()))
+            || words
+                .windows(2)
+                .any(|p| NEGATOR_PAIRS.contains(&(p[0].as_str(), p[1].as_str())))
+    }
+}
+
+/// A word as compared with the negators: lower-case, surrounding punctuation stripped, `’` as
+/// `'`. Words longer than any negator come back empty (they cannot match).
+fn negator_form(word: &str) -> String {
+    if word.len() > 16 {
+        return String::new();
+    }
+    word.replace('\u{2019}', "'")
+        .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+        .to_lowercase()
 }
 
 /// Scores a response (SPEC 5).
@@ -236,11 +259,14 @@ pub fn analyze(text: &str) -> Analysis {
         if status_line {
             continue;
         }
+        let mut words: Option<LineWords<'_>> = None;
         for m in SIGNAL_PHRASES.find_iter(lower_line) {
-            // A phrase already counted needs no second look (this keeps a response that repeats
-            // "done" a million times linear).
-            if phrases.iter().any(|p| same_phrase(p, m.as_str())) || negated(lower_line, m.start())
-            {
+            // A phrase already counted needs no second look.
+            if phrases.iter().any(|p| same_phrase(p, m.as_str())) {
+                continue;
+            }
+            let words = words.get_or_insert_with(|| LineWords::new(lower_line));
+            if words.negates(m.start()) {
                 continue;
             }
             let phrase = canonical(m.as_str());

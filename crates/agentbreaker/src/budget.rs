@@ -559,7 +559,7 @@ impl Inner {
             Some(&seq) => seq,
             None => {
                 let seq = self.next_seq;
-                self.next_seq += 1;
+                self.next_seq = self.next_seq.saturating_add(1);
                 self.by_id.insert(id.to_string(), seq);
                 self.tasks.insert(seq, Task::new(id.to_string(), now));
                 seq
@@ -698,7 +698,7 @@ impl BudgetBreaker {
         let mut guard = self.lock();
         let inner = &mut *guard;
         if let EventKind::Unknown(_) = event.kind {
-            inner.ignored_events += 1;
+            inner.ignored_events = inner.ignored_events.saturating_add(1);
             return Ok(None);
         }
         let target = self.target(inner, event).map(str::to_string);

@@ -227,7 +227,7 @@ pub struct FailureSnapshot {
 impl FailureSnapshot {
     /// Parses a snapshot; anything malformed is `INVALID_SNAPSHOT`.
     pub fn from_json(value: &Value) -> Result<Self> {
-        let snap: FailureSnapshot = serde_json::from_value(value.clone())
+        let snap = FailureSnapshot::deserialize(value)
             .map_err(|e| Error::snapshot(format!("not a FailureBreaker snapshot: {e}")))?;
         persist::check_snapshot_header(snap.version, &snap.kind, "failure")?;
         if snap.state == State::Open && snap.opened_at.is_none() {
@@ -372,7 +372,7 @@ impl FailureBreaker {
 
     /// Marks a persisted change and, with `statePath`, schedules a save.
     fn changed(&self, inner: &mut Inner, after: &mut After) {
-        inner.version += 1;
+        inner.version = inner.version.saturating_add(1);
         if self.state_file.is_some() {
             after.save = Some((inner.version, snapshot_of(inner)));
         }
@@ -397,7 +397,7 @@ impl FailureBreaker {
             let mut inner = self.lock();
             inner.consecutive_failures = 0;
             inner.identical_run = None;
-            inner.metrics.total_successes += 1;
+            inner.metrics.total_successes = inner.metrics.total_successes.saturating_add(1);
             if inner.state == State::HalfOpen {
                 Self::transition(
                     &mut inner,
@@ -409,7 +409,7 @@ impl FailureBreaker {
                 inner.opened_at = None;
                 inner.backoff_level = 0;
                 inner.probes.clear();
-                inner.metrics.recoveries += 1;
+                inner.metrics.recoveries = inner.metrics.recoveries.saturating_add(1);
                 self.changed(&mut inner, &mut after);
             }
         }
@@ -428,7 +428,7 @@ impl FailureBreaker {
             let inner = &mut *inner;
             inner.consecutive_failures = inner.consecutive_failures.saturating_add(1);
             let m = &mut inner.metrics;
-            m.total_failures += 1;
+            m.total_failures = m.total_failures.saturating_add(1);
             m.first_failure_at.get_or_insert(now);
             m.last_failure_at = Some(now);
             if self.config.history_limit > 0 {
@@ -481,8 +481,8 @@ impl FailureBreaker {
                     if let Some(reason) = reason {
                         Self::transition(inner, State::Open, reason, now, &mut after);
                         inner.opened_at = Some(now);
-                        inner.trips += 1;
-                        inner.metrics.trips += 1;
+                        inner.trips = inner.trips.saturating_add(1);
+                        inner.metrics.trips = inner.metrics.trips.saturating_add(1);
                     }
                 }
                 State::HalfOpen => {
@@ -496,7 +496,7 @@ impl FailureBreaker {
                     inner.opened_at = Some(now);
                     inner.backoff_level = inner.backoff_level.saturating_add(1);
                     inner.probes.clear();
-                    inner.metrics.reopenings += 1;
+                    inner.metrics.reopenings = inner.metrics.reopenings.saturating_add(1);
                 }
                 State::Open => {}
             }

@@ -1,20 +1,23 @@
 //! Conversions from JSON values, shared by every binding and the conformance runners, so that
 //! every surface validates input the same way and reports the same error codes.
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
 /// Deserializes a config object; any problem is `INVALID_CONFIG`. `null` means "all defaults".
-pub(crate) fn config_from_value<T: DeserializeOwned + Default>(
-    value: &Value,
+pub(crate) fn config_from_value<'a, T: Deserialize<'a> + Default>(
+    value: &'a Value,
     what: &str,
 ) -> Result<T> {
     match value {
         Value::Null => Ok(T::default()),
-        Value::Object(_) => serde_json::from_value(value.clone())
-            .map_err(|e| Error::config(format!("{what} config: {e}"))),
+        // Deserializing from the borrowed value never copies it (a deep copy of a hostile,
+        // deeply nested value could overflow the stack).
+        Value::Object(_) => {
+            T::deserialize(value).map_err(|e| Error::config(format!("{what} config: {e}")))
+        }
         other => Err(Error::config(format!(
             "{what} config must be an object, not {}",
             type_name(other)

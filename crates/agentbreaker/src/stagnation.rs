@@ -158,7 +158,7 @@ pub struct StagnationSnapshot {
 impl StagnationSnapshot {
     /// Parses a snapshot; anything malformed is `INVALID_SNAPSHOT`.
     pub fn from_json(value: &Value) -> Result<Self> {
-        let snap: StagnationSnapshot = serde_json::from_value(value.clone())
+        let snap = StagnationSnapshot::deserialize(value)
             .map_err(|e| Error::snapshot(format!("not a StagnationBreaker snapshot: {e}")))?;
         persist::check_snapshot_header(snap.version, &snap.kind, "stagnation")?;
         if snap.baseline_outputs.len() > BASELINE_ITERATIONS {

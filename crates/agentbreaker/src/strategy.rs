@@ -234,24 +234,18 @@ impl StrategyConfig {
 
     /// Reads a fix-plan config without `type` (`{steps}` or `{markdown}`, optional `maxAttempts`).
     pub fn fix_plan_from_json(value: &Value) -> Result<Self> {
-        let mut with_type = match value {
-            Value::Object(m) => m.clone(),
-            Value::Null => serde_json::Map::new(),
-            other => {
-                return Err(Error::config(format!(
-                    "a fix plan config must be an object, not {}",
-                    type_name(other)
-                )));
-            }
-        };
-        match with_type.get("type") {
-            None => {
-                with_type.insert("type".into(), Value::from("fix_plan"));
-            }
-            Some(Value::String(t)) if t == "fix_plan" => {}
-            Some(_) => return Err(Error::config("a fix plan config's type must be fix_plan")),
+        match value {
+            Value::Null => Err(Error::config("a fix plan needs steps or markdown")),
+            Value::Object(map) => match map.get("type") {
+                None => parse_fix_plan(value),
+                Some(Value::String(t)) if t == "fix_plan" => parse_fix_plan(value),
+                Some(_) => Err(Error::config("a fix plan config's type must be fix_plan")),
+            },
+            other => Err(Error::config(format!(
+                "a fix plan config must be an object, not {}",
+                type_name(other)
+            ))),
         }
-        Self::parse(&Value::Object(with_type), 0)
     }
 
     fn parse(value: &Value, depth: usize) -> Result<Self> {
@@ -302,14 +296,14 @@ impl StrategyConfig {
                 )?;
                 let threshold = f.u64_or("threshold", 40)?;
                 let window = f.u64_or("window", 5)?;
-                if threshold > 100 * window.max(1) {
-                    return Err(Error::config(
-                        "done_signals threshold can never be reached with this window",
-                    ));
-                }
                 if !(1..=1000).contains(&window) {
                     return Err(Error::config(
                         "done_signals window must be between 1 and 1000",
+                    ));
+                }
+                if threshold > 100 * window {
+                    return Err(Error::config(
+                        "done_signals threshold can never be reached with this window",
                     ));
                 }
                 Ok(StrategyConfig::DoneSignals {
@@ -317,32 +311,7 @@ impl StrategyConfig {
                     window: window as u32,
                 })
             }
-            "fix_plan" => {
-                let f = Fields::new(
-                    value,
-                    "fix_plan strategy",
-                    Error::InvalidConfig,
-                    &["type", "steps", "markdown", "maxAttempts"],
-                )?;
-                let max_attempts = f.u64_or("maxAttempts", 3)?;
-                if max_attempts < 1 || max_attempts > u64::from(u32::MAX) {
-                    return Err(Error::config("maxAttempts must be >= 1"));
-                }
-                let max_attempts = max_attempts as u32;
-                let plan = match (f.get("steps"), f.str_opt("markdown")?) {
-                    (Some(_), Some(_)) => {
-                        return Err(Error::config(
-                            "give a fix plan either steps or markdown, not both",
-                        ));
-                    }
-                    (None, None) => {
-                        return Err(Error::config("a fix plan needs steps or markdown"));
-                    }
-                    (None, Some(md)) => FixPlan::from_markdown(md, max_attempts)?,
-                    (Some(steps), None) => parse_steps(steps, max_attempts)?,
-                };
-                Ok(StrategyConfig::FixPlan(plan))
-            }
+            "fix_plan" => parse_fix_plan(value),
             "circuit_breaker" => {
                 Fields::new(
                     value,
@@ -391,6 +360,34 @@ impl StrategyConfig {
             ))),
         }
     }
+}
+
+/// A `fix_plan` config (`type` optional): `{steps | markdown, maxAttempts?}`.
+fn parse_fix_plan(value: &Value) -> Result<StrategyConfig> {
+    let f = Fields::new(
+        value,
+        "fix_plan strategy",
+        Error::InvalidConfig,
+        &["type", "steps", "markdown", "maxAttempts"],
+    )?;
+    let max_attempts = f.u64_or("maxAttempts", 3)?;
+    if max_attempts < 1 || max_attempts > u64::from(u32::MAX) {
+        return Err(Error::config("maxAttempts must be >= 1"));
+    }
+    let max_attempts = max_attempts as u32;
+    let plan = match (f.get("steps"), f.str_opt("markdown")?) {
+        (Some(_), Some(_)) => {
+            return Err(Error::config(
+                "give a fix plan either steps or markdown, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(Error::config("a fix plan needs steps or markdown"));
+        }
+        (None, Some(md)) => FixPlan::from_markdown(md, max_attempts)?,
+        (Some(steps), None) => parse_steps(steps, max_attempts)?,
+    };
+    Ok(StrategyConfig::FixPlan(plan))
 }
 
 fn parse_steps(steps: &Value, default_max_attempts: u32) -> Result<FixPlan> {
