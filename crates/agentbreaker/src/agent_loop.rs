@@ -10,7 +10,7 @@ use crate::analyzer::{Analysis, analyze};
 use crate::budget::{AgentEvent, BudgetBreaker, BudgetConfig, BudgetSnapshot, Halt};
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
-use crate::events::{Event, Listeners};
+use crate::events::{Event, Listeners, Sink};
 use crate::json::{Fields, type_name};
 use crate::stagnation::{
     IterationMetrics, StagnationBreaker, StagnationConfig, StagnationDecision, StagnationStatus,
@@ -204,7 +204,6 @@ pub struct Loop {
     strategy: ExitStrategy,
     stagnation: StagnationBreaker,
     budget: Option<BudgetBreaker>,
-    clock: SharedClock,
     listeners: Listeners,
 }
 
@@ -239,7 +238,6 @@ impl Loop {
             budget,
             config,
             inner: Mutex::new(Inner::default()),
-            clock,
             listeners: Listeners::default(),
         })
     }
@@ -256,39 +254,50 @@ impl Loop {
     /// Observes one iteration (SPEC 5). After an exit every call is `INVALID_ARGUMENT` until
     /// [`Loop::reset`]. Input is checked before anything is recorded.
     pub fn observe(&self, observation: &Observation) -> Result<LoopDecision> {
-        let mut events = Vec::new();
-        let decision = self.observe_into(observation, &mut events);
-        self.emit(&events);
+        let decision = {
+            let mut inner = self.lock();
+            let mut events = Vec::new();
+            let decision = self.observe_locked(&mut inner, observation, &mut events);
+            self.enqueue(events);
+            decision
+        };
+        self.deliver();
         decision
     }
 
-    /// Emits after the loop's lock is released: each event to the listeners of the component it
+    /// Queues events while the loop's lock is held: each to the listeners of the component it
     /// came from (stagnation breaker: state changes; budget breaker: halts; strategy: warnings),
-    /// then all of them to the loop's own listeners.
-    fn emit(&self, events: &[Event]) {
-        let of = |pick: fn(&Event) -> bool| -> Vec<Event> {
-            events.iter().filter(|e| pick(e)).cloned().collect()
-        };
-        if !self.stagnation.listeners.is_empty() {
-            self.stagnation
-                .listeners
-                .emit(&of(|e| matches!(e, Event::StateChange { .. })));
+    /// and all of them to the loop's own listeners.
+    fn enqueue(&self, events: Vec<Event>) {
+        for e in &events {
+            let component = match e {
+                Event::StateChange { .. } => Some(&self.stagnation.listeners),
+                Event::Halt { .. } => self.budget.as_ref().map(|b| &b.listeners),
+                Event::Warning { .. } => Some(&self.strategy.listeners),
+            };
+            if let Some(listeners) = component {
+                listeners.enqueue([e.clone()]);
+            }
         }
-        if let Some(budget) = self.budget.as_ref().filter(|b| !b.listeners.is_empty()) {
-            budget
-                .listeners
-                .emit(&of(|e| matches!(e, Event::Halt { .. })));
-        }
-        if !self.strategy.listeners.is_empty() {
-            self.strategy
-                .listeners
-                .emit(&of(|e| matches!(e, Event::Warning { .. })));
-        }
-        self.listeners.emit(events);
+        self.listeners.enqueue(events);
     }
 
-    fn observe_into(&self, o: &Observation, events: &mut Vec<Event>) -> Result<LoopDecision> {
-        let mut inner = self.lock();
+    /// Delivers what [`Loop::enqueue`] queued, after the loop's lock is released.
+    fn deliver(&self) {
+        self.stagnation.listeners.deliver();
+        if let Some(b) = &self.budget {
+            b.listeners.deliver();
+        }
+        self.strategy.listeners.deliver();
+        self.listeners.deliver();
+    }
+
+    fn observe_locked(
+        &self,
+        inner: &mut Inner,
+        o: &Observation,
+        events: &mut Vec<Event>,
+    ) -> Result<LoopDecision> {
         if let Some(reason) = inner.exit {
             return Err(Error::argument(format!(
                 "the loop has exited ({reason}); call reset() to start again"
@@ -300,8 +309,9 @@ impl Loop {
             ));
         }
         let mut halts = Vec::new();
+        let mut halt_events = Vec::new();
         if let Some(budget) = &self.budget {
-            budget.ingest_all(&o.events, &mut halts)?;
+            budget.ingest_all(&o.events, &mut halts, &mut Sink::Collect(&mut halt_events))?;
         }
         inner.iteration = inner.iteration.saturating_add(1);
         let analysis = analyze(&o.output);
@@ -311,16 +321,14 @@ impl Loop {
                 tests_passing: o.tests_passing,
                 output_length: o.output.chars().count() as u64,
             },
-            events,
+            &mut Sink::Collect(events),
         );
         if let Some(error) = &o.error {
-            self.stagnation.record_error_into(error, false, events);
+            self.stagnation
+                .record_error_into(error, false, &mut Sink::Collect(events));
         }
-        let now = self.clock.now_ms();
-        events.extend(halts.iter().map(|h| Event::Halt {
-            halt: h.clone(),
-            at_ms: now,
-        }));
+        // SPEC 5's order: progress, error, then the budget events.
+        events.extend(halt_events);
         let breaker = self.stagnation.check();
         let strategy = self
             .strategy
@@ -372,17 +380,18 @@ impl Loop {
 
     /// Starts over: iteration 0, the strategy and both breakers reset.
     pub fn reset(&self) {
-        let mut events = Vec::new();
         {
             let mut inner = self.lock();
             *inner = Inner::default();
+            let mut events = Vec::new();
             self.strategy.reset();
-            self.stagnation.reset_into(&mut events);
+            self.stagnation.reset_into(&mut Sink::Collect(&mut events));
             if let Some(b) = &self.budget {
                 b.reset();
             }
+            self.enqueue(events);
         }
-        self.emit(&events);
+        self.deliver();
     }
 
     /// The loop's stagnation breaker.

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::clock::{SharedClock, SystemClock, elapsed};
 use crate::error::{Error, Result};
-use crate::events::{Event, Listeners};
+use crate::events::{Event, Listeners, Sink};
 use crate::json::{Fields, config_from_value, type_name};
 use crate::text::format_decimal;
 
@@ -629,20 +629,6 @@ impl BudgetBreaker {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn emit_halts(&self, halts: &[Halt], now: u64) {
-        if halts.is_empty() || self.listeners.is_empty() {
-            return;
-        }
-        let events: Vec<Event> = halts
-            .iter()
-            .map(|h| Event::Halt {
-                halt: h.clone(),
-                at_ms: now,
-            })
-            .collect();
-        self.listeners.emit(&events);
-    }
-
     /// Validates and ingests one JSON event; returns the halt it caused, if any.
     pub fn ingest(&self, event: &Value) -> Result<Option<Halt>> {
         let event = AgentEvent::from_json(event)?;
@@ -653,15 +639,18 @@ impl BudgetBreaker {
     /// would open more than [`MAX_OPEN_TASKS`] tasks (`INVALID_EVENT`).
     pub fn ingest_event(&self, event: &AgentEvent) -> Result<Option<Halt>> {
         let now = self.clock.now_ms();
-        let halt = self.ingest_at(event, now)?;
-        if let Some(h) = &halt {
-            self.emit_halts(std::slice::from_ref(h), now);
-        }
-        Ok(halt)
+        let halt = self.ingest_at(event, now, &mut Sink::Queue(&self.listeners));
+        self.listeners.deliver();
+        halt
     }
 
     /// Ingests several validated events, all or nothing with respect to the task cap.
-    pub(crate) fn ingest_all(&self, events: &[AgentEvent], halts: &mut Vec<Halt>) -> Result<()> {
+    pub(crate) fn ingest_all(
+        &self,
+        events: &[AgentEvent],
+        halts: &mut Vec<Halt>,
+        sink: &mut Sink<'_>,
+    ) -> Result<()> {
         let now = self.clock.now_ms();
         {
             let inner = self.lock();
@@ -675,7 +664,7 @@ impl BudgetBreaker {
             }
         }
         for e in events {
-            if let Some(h) = self.ingest_at(e, now)? {
+            if let Some(h) = self.ingest_at(e, now, sink)? {
                 halts.push(h);
             }
         }
@@ -694,7 +683,8 @@ impl BudgetBreaker {
         }
     }
 
-    fn ingest_at(&self, event: &AgentEvent, now: u64) -> Result<Option<Halt>> {
+    /// Ingests under the lock; a halt's event goes to `sink` before the lock is released.
+    fn ingest_at(&self, event: &AgentEvent, now: u64, sink: &mut Sink<'_>) -> Result<Option<Halt>> {
         let mut guard = self.lock();
         let inner = &mut *guard;
         if let EventKind::Unknown(_) = event.kind {
@@ -760,20 +750,27 @@ impl BudgetBreaker {
             _ => None,
         };
         let reason = reason.or_else(|| duration_halt(task, now, c));
-        Ok(reason.map(|reason| {
+        let halt = reason.map(|reason| {
             task.halted = true;
             Halt {
                 task_id: id,
                 reason,
             }
-        }))
+        });
+        if let Some(h) = &halt {
+            sink.push(Event::Halt {
+                halt: h.clone(),
+                at_ms: now,
+            });
+        }
+        Ok(halt)
     }
 
     /// Checks duration and idle time of every open task (call it about once a second).
     pub fn tick(&self) -> Vec<Halt> {
         let now = self.clock.now_ms();
         let halts = self.tick_at(now);
-        self.emit_halts(&halts, now);
+        self.listeners.deliver();
         halts
     }
 
@@ -804,6 +801,11 @@ impl BudgetBreaker {
                 });
             }
         }
+        // Queued under the lock, so concurrent ticks and ingests deliver in order.
+        self.listeners.enqueue(halts.iter().map(|h| Event::Halt {
+            halt: h.clone(),
+            at_ms: now,
+        }));
         halts
     }
 

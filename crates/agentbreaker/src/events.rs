@@ -1,9 +1,10 @@
 //! Events pushed to listeners, and the isolated listener registry every breaker embeds.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::Serialize;
 
@@ -65,11 +66,25 @@ pub struct ListenerId(u64);
 
 /// A set of listeners, called outside the owner's locks, each isolated from the others and from
 /// the owner: a listener that errors or panics is counted and skipped.
+///
+/// Delivery is ordered: the owner [`enqueue`](Listeners::enqueue)s events while it still holds its
+/// state lock (so the queue holds them in the order the transitions happened) and calls
+/// [`deliver`](Listeners::deliver) after releasing it. One thread at a time delivers the whole
+/// queue; a thread that finds a delivery under way leaves its events to it. Events caused by a
+/// listener calling back into the owner are delivered after that listener returns.
 #[derive(Default)]
 pub struct Listeners {
     list: RwLock<Vec<(ListenerId, Listener)>>,
+    count: AtomicUsize,
     next_id: AtomicU64,
     errors: AtomicU64,
+    queue: Mutex<Queue>,
+}
+
+#[derive(Default)]
+struct Queue {
+    events: VecDeque<Event>,
+    delivering: bool,
 }
 
 impl fmt::Debug for Listeners {
@@ -85,10 +100,9 @@ impl Listeners {
     /// Adds a listener.
     pub fn add(&self, listener: Listener) -> ListenerId {
         let id = ListenerId(self.next_id.fetch_add(1, Ordering::Relaxed));
-        self.list
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((id, listener));
+        let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
+        list.push((id, listener));
+        self.count.store(list.len(), Ordering::Release);
         id
     }
 
@@ -97,12 +111,13 @@ impl Listeners {
         let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
         let before = list.len();
         list.retain(|(i, _)| *i != id);
+        self.count.store(list.len(), Ordering::Release);
         list.len() != before
     }
 
     /// How many listeners are registered.
     pub fn len(&self) -> usize {
-        self.list.read().unwrap_or_else(|p| p.into_inner()).len()
+        self.count.load(Ordering::Acquire)
     }
 
     /// True when no listener is registered.
@@ -115,27 +130,78 @@ impl Listeners {
         self.errors.load(Ordering::Relaxed)
     }
 
-    /// Calls every listener with every event, in order. Must be called without holding the
-    /// owner's state lock, so listeners may call back into the owner.
-    pub fn emit(&self, events: &[Event]) {
-        if events.is_empty() {
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues events for delivery. Call it while holding the owner's state lock, so the queue
+    /// order is the order of the changes; then call [`Listeners::deliver`] after releasing it.
+    /// Without listeners this does nothing (and allocates nothing).
+    pub fn enqueue(&self, events: impl IntoIterator<Item = Event>) {
+        if self.is_empty() {
             return;
         }
-        // Clone the list so a listener may add or remove listeners without deadlocking.
-        let list: Vec<Listener> = {
-            let guard = self.list.read().unwrap_or_else(|p| p.into_inner());
-            if guard.is_empty() {
+        let mut events = events.into_iter().peekable();
+        if events.peek().is_some() {
+            self.queue().events.extend(events);
+        }
+    }
+
+    /// Delivers queued events to every listener, in order, unless another call is already doing
+    /// so (it will deliver them). Must be called without holding the owner's state lock.
+    pub fn deliver(&self) {
+        {
+            let mut q = self.queue();
+            if q.delivering || q.events.is_empty() {
                 return;
             }
-            guard.iter().map(|(_, l)| Arc::clone(l)).collect()
-        };
-        for event in events {
+            q.delivering = true;
+        }
+        loop {
+            let event = {
+                let mut q = self.queue();
+                match q.events.pop_front() {
+                    Some(e) => e,
+                    None => {
+                        q.delivering = false;
+                        return;
+                    }
+                }
+            };
+            // Clone the list so a listener may add or remove listeners without deadlocking.
+            let list: Vec<Listener> = {
+                let guard = self.list.read().unwrap_or_else(|p| p.into_inner());
+                guard.iter().map(|(_, l)| Arc::clone(l)).collect()
+            };
             for listener in &list {
-                let outcome = catch_unwind(AssertUnwindSafe(|| listener(event)));
+                let outcome = catch_unwind(AssertUnwindSafe(|| listener(&event)));
                 if !matches!(outcome, Ok(Ok(()))) {
                     self.errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
+        }
+    }
+
+    /// Queues and delivers events, for an owner that holds no lock at this point.
+    pub fn emit(&self, events: &[Event]) {
+        self.enqueue(events.iter().cloned());
+        self.deliver();
+    }
+}
+
+/// Where a component's events go while its state lock is held.
+pub(crate) enum Sink<'a> {
+    /// Queued for the component's own listeners (a direct call; deliver after unlocking).
+    Queue(&'a Listeners),
+    /// Handed back to the caller (a Loop driving the component under the Loop's lock).
+    Collect(&'a mut Vec<Event>),
+}
+
+impl Sink<'_> {
+    pub(crate) fn push(&mut self, event: Event) {
+        match self {
+            Sink::Queue(listeners) => listeners.enqueue([event]),
+            Sink::Collect(events) => events.push(event),
         }
     }
 }

@@ -342,11 +342,16 @@ impl FailureBreaker {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// After the state lock is released (the events were queued under it): save, then deliver.
     fn finish(&self, after: After) {
+        debug_assert!(
+            after.events.is_empty(),
+            "events must be queued under the lock"
+        );
         if let Some((version, snapshot)) = after.save {
             self.save_version(version, &snapshot);
         }
-        self.listeners.emit(&after.events);
+        self.listeners.deliver();
     }
 
     fn save_version(&self, version: u64, snapshot: &FailureSnapshot) {
@@ -412,6 +417,7 @@ impl FailureBreaker {
                 inner.metrics.recoveries = inner.metrics.recoveries.saturating_add(1);
                 self.changed(&mut inner, &mut after);
             }
+            self.listeners.enqueue(after.events.drain(..));
         }
         self.finish(after);
     }
@@ -507,6 +513,7 @@ impl FailureBreaker {
             if transitioned {
                 self.changed(inner, &mut after);
             }
+            self.listeners.enqueue(after.events.drain(..));
         }
         self.finish(after);
     }
@@ -528,6 +535,7 @@ impl FailureBreaker {
         } else {
             self.permission_half_open(&mut inner, now)
         };
+        self.listeners.enqueue(after.events.drain(..));
         drop(inner);
         self.finish(after);
         permission
@@ -637,6 +645,7 @@ impl FailureBreaker {
             }
             clear_state(&mut inner);
             self.changed(&mut inner, &mut after);
+            self.listeners.enqueue(after.events.drain(..));
         }
         self.finish(after);
     }
@@ -1631,18 +1640,19 @@ mod tests {
         assert_eq!(b.state(), State::Open);
         let events = seen.lock().unwrap().clone();
         assert_eq!(events.len(), 2);
-        let Event::Warning { message, .. } = &events[0] else {
-            panic!("expected a warning first, got {events:?}");
-        };
-        let prefix = format!("Could not save state to {}: ", path.display());
-        assert!(message.starts_with(&prefix), "{message}");
+        // In the order things happened: the transition, then the save that failed.
         assert!(matches!(
-            events[1],
+            events[0],
             Event::StateChange {
                 to: State::Open,
                 ..
             }
         ));
+        let Event::Warning { message, .. } = &events[1] else {
+            panic!("expected the save warning second, got {events:?}");
+        };
+        let prefix = format!("Could not save state to {}: ", path.display());
+        assert!(message.starts_with(&prefix), "{message}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
-use crate::events::{Event, Listeners};
+use crate::events::{Event, Listeners, Sink};
 use crate::fingerprint::{ErrorCounts, ErrorMatch, fingerprint};
 use crate::json::{Fields, config_from_value};
 use crate::persist;
@@ -228,7 +228,7 @@ impl StagnationBreaker {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn transition(inner: &mut Inner, to: State, reason: String, now: u64, events: &mut Vec<Event>) {
+    fn transition(inner: &mut Inner, to: State, reason: String, now: u64, events: &mut Sink<'_>) {
         events.push(Event::StateChange {
             from: inner.state,
             to,
@@ -241,12 +241,11 @@ impl StagnationBreaker {
 
     /// Records one iteration.
     pub fn record_progress(&self, metrics: IterationMetrics) {
-        let mut events = Vec::new();
-        self.record_progress_into(metrics, &mut events);
-        self.listeners.emit(&events);
+        self.record_progress_into(metrics, &mut Sink::Queue(&self.listeners));
+        self.listeners.deliver();
     }
 
-    pub(crate) fn record_progress_into(&self, m: IterationMetrics, events: &mut Vec<Event>) {
+    pub(crate) fn record_progress_into(&self, m: IterationMetrics, events: &mut Sink<'_>) {
         let now = self.clock.now_ms();
         let mut guard = self.lock();
         let inner = &mut *guard;
@@ -301,12 +300,11 @@ impl StagnationBreaker {
     /// Records an error. Transient errors (rate limits, 5xx, timeouts the caller marks) never
     /// count.
     pub fn record_error(&self, error: &str, transient: bool) {
-        let mut events = Vec::new();
-        self.record_error_into(error, transient, &mut events);
-        self.listeners.emit(&events);
+        self.record_error_into(error, transient, &mut Sink::Queue(&self.listeners));
+        self.listeners.deliver();
     }
 
-    pub(crate) fn record_error_into(&self, error: &str, transient: bool, events: &mut Vec<Event>) {
+    pub(crate) fn record_error_into(&self, error: &str, transient: bool, events: &mut Sink<'_>) {
         if transient {
             return;
         }
@@ -354,12 +352,11 @@ impl StagnationBreaker {
 
     /// Back to CLOSED with every counter cleared.
     pub fn reset(&self) {
-        let mut events = Vec::new();
-        self.reset_into(&mut events);
-        self.listeners.emit(&events);
+        self.reset_into(&mut Sink::Queue(&self.listeners));
+        self.listeners.deliver();
     }
 
-    pub(crate) fn reset_into(&self, events: &mut Vec<Event>) {
+    pub(crate) fn reset_into(&self, events: &mut Sink<'_>) {
         let now = self.clock.now_ms();
         let mut inner = self.lock();
         if inner.state != State::Closed {

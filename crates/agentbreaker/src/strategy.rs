@@ -625,12 +625,19 @@ impl ExitStrategy {
 
     /// Sees one iteration's analysis and the circuit state; says whether to exit.
     pub fn should_exit(&self, analysis: &Analysis, circuit_state: State) -> ExitDecision {
+        let now = self.clock.now_ms();
         let mut events = Vec::new();
-        let d = self.should_exit_into(analysis, circuit_state, &mut events);
-        self.listeners.emit(&events);
-        d
+        let decision = {
+            let mut runtime = self.lock();
+            let d = runtime.should_exit(analysis, circuit_state, now, &mut events);
+            self.listeners.enqueue(events);
+            d
+        };
+        self.listeners.deliver();
+        decision
     }
 
+    /// For a Loop driving the strategy under the Loop's lock: events are handed back.
     pub(crate) fn should_exit_into(
         &self,
         analysis: &Analysis,

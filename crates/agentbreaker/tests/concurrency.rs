@@ -999,3 +999,64 @@ fn fingerprint_is_thread_safe() {
         }
     });
 }
+
+/// Listeners see state changes in the order they happened, even when many threads cause them:
+/// every event's `from` is the previous event's `to`.
+#[test]
+fn state_changes_reach_listeners_as_an_unbroken_chain() {
+    for _round in 0..20 {
+        let clock = agentbreaker::ManualClock::shared(0);
+        let breaker = Arc::new(
+            FailureBreaker::with_clock(
+                FailureConfig {
+                    failure_threshold: 2,
+                    cooldown_ms: 0,
+                    ..FailureConfig::default()
+                },
+                clock,
+            )
+            .expect("valid config"),
+        );
+        let seen: Arc<Mutex<Vec<(State, State)>>> = Arc::default();
+        let sink = Arc::clone(&seen);
+        breaker.add_listener(Arc::new(move |e| {
+            if let Event::StateChange { from, to, .. } = e {
+                sink.lock().expect("lock").push((*from, *to));
+            }
+            Ok(())
+        }));
+        let barrier = Arc::new(Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let b = Arc::clone(&breaker);
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    for i in 0..300 {
+                        match (t + i) % 3 {
+                            0 => b.record_failure("flap"),
+                            1 => {
+                                b.should_allow_operation();
+                            }
+                            _ => b.record_success(),
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("thread");
+        }
+        let seen = seen.lock().expect("lock");
+        assert!(
+            seen.len() > 10,
+            "the breaker should have flapped: {}",
+            seen.len()
+        );
+        assert_eq!(seen[0].0, State::Closed);
+        for pair in seen.windows(2) {
+            assert_eq!(pair[0].1, pair[1].0, "out of order: {pair:?} in {seen:?}");
+        }
+        assert_eq!(seen.last().map(|e| e.1), Some(breaker.state()));
+    }
+}
