@@ -79,6 +79,9 @@ pub struct Listeners {
     next_id: AtomicU64,
     errors: AtomicU64,
     queue: Mutex<Queue>,
+    /// Events in the queue; read without the queue's lock so `deliver` costs one atomic load when
+    /// there is nothing to deliver (the hot path).
+    pending: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -143,13 +146,19 @@ impl Listeners {
         }
         let mut events = events.into_iter().peekable();
         if events.peek().is_some() {
-            self.queue().events.extend(events);
+            let mut q = self.queue();
+            q.events.extend(events);
+            self.pending.store(q.events.len(), Ordering::Release);
         }
     }
 
     /// Delivers queued events to every listener, in order, unless another call is already doing
     /// so (it will deliver them). Must be called without holding the owner's state lock.
     pub fn deliver(&self) {
+        // A caller that queued events reads its own store here, so nothing is missed.
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return;
+        }
         {
             let mut q = self.queue();
             if q.delivering || q.events.is_empty() {
@@ -160,7 +169,9 @@ impl Listeners {
         loop {
             let event = {
                 let mut q = self.queue();
-                match q.events.pop_front() {
+                let next = q.events.pop_front();
+                self.pending.store(q.events.len(), Ordering::Release);
+                match next {
                     Some(e) => e,
                     None => {
                         q.delivering = false;

@@ -1033,9 +1033,10 @@ fn state_changes_reach_listeners_as_an_unbroken_chain() {
                 std::thread::spawn(move || {
                     barrier.wait();
                     for i in 0..300 {
-                        match (t + i) % 3 {
-                            0 => b.record_failure("flap"),
-                            1 => {
+                        // Fail, fail (opens), probe (half-open), succeed (closes).
+                        match (t + i) % 4 {
+                            0 | 1 => b.record_failure("flap"),
+                            2 => {
                                 b.should_allow_operation();
                             }
                             _ => b.record_success(),
@@ -1048,8 +1049,19 @@ fn state_changes_reach_listeners_as_an_unbroken_chain() {
             h.join().expect("thread");
         }
         let seen = seen.lock().expect("lock");
+        // Every transition the metrics count reached the listener, exactly once.
+        let m = breaker.metrics();
+        let to_half_open =
+            m.recoveries + m.reopenings + u64::from(breaker.state() == State::HalfOpen);
+        let transitions = m.trips + m.reopenings + m.recoveries + to_half_open;
+        assert_eq!(
+            seen.len() as u64,
+            transitions,
+            "{m:?} {:?}",
+            breaker.state()
+        );
         assert!(
-            seen.len() > 10,
+            seen.len() >= 20,
             "the breaker should have flapped: {}",
             seen.len()
         );
