@@ -270,6 +270,45 @@ mod tests {
         assert_eq!(l.error_count(), 4);
     }
 
+    /// Events queued under an owner's lock reach a listener exactly once and in queue order, with
+    /// many threads queueing and delivering at once.
+    #[test]
+    fn concurrent_delivery_is_complete_and_ordered() {
+        for _ in 0..50 {
+            let listeners = Arc::new(Listeners::default());
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let s = Arc::clone(&seen);
+            listeners.add(Arc::new(move |e| {
+                if let Event::Warning { at_ms, .. } = e {
+                    s.lock().unwrap().push(*at_ms);
+                }
+                Ok(())
+            }));
+            let owner_state = Arc::new(Mutex::new(0u64));
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    let listeners = Arc::clone(&listeners);
+                    let owner_state = Arc::clone(&owner_state);
+                    std::thread::spawn(move || {
+                        for _ in 0..200 {
+                            {
+                                let mut n = owner_state.lock().unwrap();
+                                *n += 1;
+                                listeners.enqueue([warning(*n)]);
+                            }
+                            listeners.deliver();
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            let seen = seen.lock().unwrap();
+            assert_eq!(*seen, (1..=1600).collect::<Vec<u64>>());
+        }
+    }
+
     #[test]
     fn remove_listener() {
         let l = Listeners::default();
