@@ -9,15 +9,25 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 export AGENTBREAKER_CONFORMANCE_DIR ?= $(CURDIR)/tests/conformance
 
-.PHONY: all test lint test-rust test-conformance-suite demo clean
+# Each language surface adds its own targets in mk/<surface>.mk and appends them to these lists
+# (TEST_TARGETS += test-python, LINT_TARGETS += lint-python), so `make test` runs every surface
+# that exists.
+TEST_TARGETS := test-rust test-conformance-suite
+LINT_TARGETS := lint-rust
+
+.PHONY: all test lint lint-rust test-rust test-conformance-suite demo clean
 
 all: test
 
+-include mk/*.mk
+
 ## The README's test command: every check, every surface that exists.
-test: lint test-rust test-conformance-suite
+test: lint $(TEST_TARGETS)
 
 ## Formatting and lints, warnings are errors.
-lint:
+lint: $(LINT_TARGETS)
+
+lint-rust:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --all-targets -- -D warnings
 

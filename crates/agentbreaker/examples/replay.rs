@@ -43,7 +43,13 @@ fn path_hallucination() -> Result<(), agentbreaker::Error> {
     println!("== seed 004: path-hallucination loop (FailureBreaker, seed defaults) ==");
     let clock = ManualClock::shared(0);
     let breaker = FailureBreaker::with_clock(FailureConfig::default(), clock.clone())?;
-    breaker.add_listener(Arc::new(print_events));
+    // Print each event the way the seed's Lua breaker did ("[Circuit Breaker] OPENED: ...").
+    breaker.add_listener(Arc::new(|event: &Event| {
+        if let Some((_, line)) = agentbreaker::seed_log_line(event, 5) {
+            println!("{line}");
+        }
+        Ok(())
+    }));
     let guesses = [
         "ServerScriptService.MainScript",
         "ServerScriptService.Main",

@@ -790,6 +790,51 @@ fn write_snapshot(path: &Path, snapshot: &FailureSnapshot) -> Result<()> {
     persist::write_atomic(path, &bytes)
 }
 
+/// How the seed 004 Lua breaker reported an event: with `print` or with `warn`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SeedLogLevel {
+    /// `print(...)`.
+    Print,
+    /// `warn(...)`.
+    Warn,
+}
+
+/// The line seed 004's Lua `CircuitBreaker` printed for a FailureBreaker event, with its
+/// `[Circuit Breaker] ` prefix, or `None` for events the seed did not report (a `reset`, a failed
+/// save). Bindings that promise seed compatibility (Lua's `CircuitBreaker`) print exactly this.
+///
+/// The seed printed `OPENED: 5 consecutive failures detected.` both when the circuit first opened
+/// and when a half-open test failed (its count never went below the threshold); with another
+/// `failureThreshold` the number is that threshold, and an identical-error trip names its rule.
+pub fn seed_log_line(event: &Event, failure_threshold: u32) -> Option<(SeedLogLevel, String)> {
+    const PREFIX: &str = "[Circuit Breaker] ";
+    match event {
+        Event::Warning { message, .. } if message.starts_with("Warning: ") => {
+            Some((SeedLogLevel::Warn, format!("{PREFIX}{message}")))
+        }
+        Event::StateChange {
+            from, to, reason, ..
+        } => {
+            let text = match (from, to) {
+                (State::Closed, State::Open) => format!("OPENED: {reason}."),
+                (State::HalfOpen, State::Open) => {
+                    format!("OPENED: {failure_threshold} consecutive failures detected.")
+                }
+                (State::Open, State::HalfOpen) => {
+                    "Cooldown expired. Entering HALF_OPEN state.".to_string()
+                }
+                (State::HalfOpen, State::Closed) if reason != "reset" => {
+                    "Test operation succeeded. Closing circuit.".to_string()
+                }
+                _ => return None,
+            };
+            Some((SeedLogLevel::Print, format!("{PREFIX}{text}")))
+        }
+        _ => None,
+    }
+}
+
 /// `Warning: 3 consecutive failures. 2 more will open circuit.`
 pub fn warning_message(warning_threshold: u32, failure_threshold: u32) -> String {
     let noun = if warning_threshold == 1 {
@@ -1789,6 +1834,44 @@ mod tests {
         assert_eq!(s.cooldown_ms, 30_000);
         assert_eq!(b.metrics().total_failures, 5);
         assert_eq!(b.metrics().trips, 1);
+    }
+
+    #[test]
+    fn seed_log_lines_are_the_seeds_prints() {
+        let (b, clock) = breaker(FailureConfig::default());
+        let (_, seen) = collect(&b);
+        for _ in 0..5 {
+            b.record_failure("Path not found");
+        }
+        clock.set(30_000);
+        b.should_allow_operation();
+        b.record_failure("Path not found");
+        clock.set(60_000);
+        b.should_allow_operation();
+        b.record_success();
+        b.reset();
+        let lines: Vec<(SeedLogLevel, String)> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| seed_log_line(e, 5))
+            .collect();
+        let p = |s: &str| (SeedLogLevel::Print, format!("[Circuit Breaker] {s}"));
+        assert_eq!(
+            lines,
+            vec![
+                (
+                    SeedLogLevel::Warn,
+                    "[Circuit Breaker] Warning: 3 consecutive failures. 2 more will open circuit."
+                        .to_string()
+                ),
+                p("OPENED: 5 consecutive failures detected."),
+                p("Cooldown expired. Entering HALF_OPEN state."),
+                p("OPENED: 5 consecutive failures detected."),
+                p("Cooldown expired. Entering HALF_OPEN state."),
+                p("Test operation succeeded. Closing circuit."),
+            ]
+        );
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub use error::{CallError, ERROR_CODES, Error, Result};
 pub use events::{Event, Listener, ListenerId, ListenerResult, Listeners};
 pub use failure::{
     FailureBreaker, FailureConfig, FailureMetrics, FailureRecord, FailureSnapshot, FailureStatus,
-    Permission,
+    Permission, SeedLogLevel, seed_log_line,
 };
 pub use fingerprint::{ErrorMatch, fingerprint};
 pub use stagnation::{
