@@ -720,6 +720,20 @@ impl FailureBreaker {
         Ok(true)
     }
 
+    /// The first half of a guarded call, for callers that cannot hand over a closure (async code,
+    /// context managers, other languages): asks [`FailureBreaker::should_allow_operation`] and
+    /// turns a refusal into [`Error::CircuitOpen`] with the refusal message. After an `Ok`, run the
+    /// operation and record its outcome with `record_success` / `record_failure`; an outcome that
+    /// is never recorded is a lost probe, and its permit comes back after `probeTimeoutMs`.
+    pub fn try_acquire(&self) -> Result<Permission> {
+        let permission = self.should_allow_operation();
+        if permission.allowed {
+            Ok(permission)
+        } else {
+            Err(Error::CircuitOpen(permission.message.unwrap_or_default()))
+        }
+    }
+
     /// Runs `f` through the breaker: refused (without running `f`) with `CIRCUIT_OPEN` when the
     /// breaker says no; otherwise records success for `Ok` and failure (the error's text) for
     /// `Err`. A panic in `f` is recorded as a failure and then resumed.
@@ -728,12 +742,7 @@ impl FailureBreaker {
         E: fmt::Display,
         F: FnOnce() -> Result<T, E>,
     {
-        let permission = self.should_allow_operation();
-        if !permission.allowed {
-            return Err(CallError::Rejected(Error::CircuitOpen(
-                permission.message.unwrap_or_default(),
-            )));
-        }
+        self.try_acquire().map_err(CallError::Rejected)?;
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(Ok(value)) => {
                 self.record_success();
@@ -1834,6 +1843,25 @@ mod tests {
         assert_eq!(s.cooldown_ms, 30_000);
         assert_eq!(b.metrics().total_failures, 5);
         assert_eq!(b.metrics().trips, 1);
+    }
+
+    #[test]
+    fn try_acquire_is_the_permission_as_a_result() {
+        let (b, clock) = breaker(FailureConfig {
+            failure_threshold: 1,
+            ..FailureConfig::default()
+        });
+        assert_eq!(b.try_acquire().unwrap().message, None);
+        b.record_failure("x");
+        let e = b.try_acquire().unwrap_err();
+        assert_eq!(e.code(), "CIRCUIT_OPEN");
+        assert_eq!(e.message(), open_message(30_000, 1));
+        clock.set(30_000);
+        assert_eq!(
+            b.try_acquire().unwrap().message.as_deref(),
+            Some(PROBE_GRANTED)
+        );
+        assert_eq!(b.try_acquire().unwrap_err().message(), PROBE_WAIT);
     }
 
     #[test]
