@@ -83,6 +83,16 @@ fn parse(kind: Kind, raw: &str) -> std::result::Result<f64, &'static str> {
     }
 }
 
+fn current(config: &BudgetConfig, setting: &str) -> String {
+    match setting {
+        "TOOL_CAP" => config.max_tool_calls_per_task.to_string(),
+        "COST_CAP_CENTS" => config.max_token_spend_cents_per_task.to_string(),
+        "DURATION_SECS" => config.max_task_duration_secs.to_string(),
+        "IDLE_SECS" => config.max_idle_secs.to_string(),
+        _ => config.similarity_jaccard_threshold.to_string(),
+    }
+}
+
 fn apply(config: &mut BudgetConfig, setting: &str, value: f64) {
     match setting {
         "TOOL_CAP" => config.max_tool_calls_per_task = value as u64,
@@ -105,12 +115,24 @@ where
     K: AsRef<str>,
     V: AsRef<str>,
 {
+    apply_env(BudgetConfig::default(), env)
+}
+
+/// [`config_from_env`] on top of `base` instead of the defaults: valid variables override `base`,
+/// invalid ones leave its value (with a warning). For layered settings (a config file, then the
+/// environment).
+pub fn apply_env<I, K, V>(base: BudgetConfig, env: I) -> EnvConfig
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
     let vars: BTreeMap<String, String> = env
         .into_iter()
         .map(|(k, v)| (k.as_ref().to_string(), v.as_ref().to_string()))
         .filter(|(k, _)| k.starts_with(PREFIX) || k.starts_with(SEED_PREFIX))
         .collect();
-    let mut config = BudgetConfig::default();
+    let mut config = base;
     let mut warnings = Vec::new();
     for (setting, kind) in SETTINGS {
         let primary = format!("{PREFIX}{setting}");
@@ -125,7 +147,11 @@ where
             Err(problem) => warnings.push(warning(
                 used.0,
                 used.1,
-                format!("{} {problem}; using the default", used.0),
+                format!(
+                    "{} {problem}; keeping {}",
+                    used.0,
+                    current(&config, setting)
+                ),
             )),
         }
         if let Some((name, value)) = ignored_alias {
@@ -221,6 +247,30 @@ mod tests {
                 "AGENTBREAKER_JACCARD",
                 "AGENTBREAKER_TOOLCAP"
             ]
+        );
+    }
+
+    #[test]
+    fn apply_env_layers_over_a_base() {
+        let base = BudgetConfig {
+            max_tool_calls_per_task: 200,
+            max_idle_secs: 60,
+            ..BudgetConfig::default()
+        };
+        let r = apply_env(
+            base,
+            [
+                ("AGENTBREAKER_IDLE_SECS", "90"),
+                ("AGENTBREAKER_TOOL_CAP", "x"),
+            ],
+        );
+        assert_eq!(r.config.max_tool_calls_per_task, 200);
+        assert_eq!(r.config.max_idle_secs, 90);
+        assert_eq!(r.warnings.len(), 1);
+        assert!(
+            r.warnings[0].message.ends_with("keeping 200"),
+            "{}",
+            r.warnings[0].message
         );
     }
 
