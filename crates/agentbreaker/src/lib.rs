@@ -50,7 +50,8 @@ pub use budget::{
 };
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
 pub use env::{
-    EnvConfig, EnvWarning, config_from_env, config_from_env_json, config_from_process_env,
+    EnvConfig, EnvWarning, apply_env, config_from_env, config_from_env_json,
+    config_from_process_env,
 };
 pub use error::{CallError, ERROR_CODES, Error, Result};
 pub use events::{Event, Listener, ListenerId, ListenerResult, Listeners};
