@@ -34,7 +34,7 @@ lint-rust:
 ## The core: unit, property, concurrency, hostile-input and doc tests, and the conformance runner
 ## (one named test per scenario in $(AGENTBREAKER_CONFORMANCE_DIR)).
 test-rust:
-	$(CARGO) test
+	$(CARGO) test -p agentbreaker
 
 ## The suite itself: well-formed and duplicate-free (schema + checker, with the checker's own
 ## tests), and every expected value checked (mutating any one makes the Rust runner fail).
@@ -48,7 +48,7 @@ $(VPY): tools/requirements.txt
 	$(VPY) -m pip install -q -r tools/requirements.txt
 	touch $(VPY)
 
-## The README's main job: replay the seeds' worked examples through the breakers.
+## The seeds' worked examples, replayed through the library's Rust API.
 demo:
 	$(CARGO) run -q -p agentbreaker --example replay
 

@@ -1,0 +1,379 @@
+//! `agentbreaker`: put a circuit breaker in front of an agent CLI without writing code.
+
+mod ralph;
+mod replay;
+mod report;
+mod settings;
+mod stream;
+mod supervise;
+mod worktree;
+
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use agentbreaker::{StagnationBreaker, SystemClock};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Value, json};
+
+use crate::report::{EXIT_CONFIG, EXIT_IO, EXIT_NOT_FOUND, EXIT_USAGE};
+use crate::settings::Settings;
+use crate::stream::Format;
+use crate::supervise::{Options, Supervisor};
+
+/// A circuit breaker for autonomous AI-agent loops.
+///
+/// Exit codes: the agent's own code when it ended on its own; 2 when a budget stopped it (tool
+/// calls, spend, duration, idle time; `loop`: max iterations, budget); 3 when a loop was detected
+/// (near-identical outputs, repeated errors, no progress); 130 on Ctrl-C; 64 for a bad command
+/// line; 78 for a bad configuration; 127 when the agent could not be started.
+#[derive(Debug, Parser)]
+#[command(name = "agentbreaker", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Run an agent under the breakers; stop it when a limit trips.
+    Run(RunArgs),
+    /// Replay a recorded stream and say where it would have been stopped.
+    Replay(ReplayArgs),
+    /// Run a command once per iteration until an exit strategy or the breaker stops the loop.
+    Loop(LoopArgs),
+    /// Print the effective configuration and any warnings about it.
+    Config(ConfigArgs),
+}
+
+/// Limits that override the configuration file and the environment.
+#[derive(Debug, Args, Clone)]
+struct Limits {
+    /// A TOML configuration file (default: ./agentbreaker.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Tool calls per task; one more stops the agent.
+    #[arg(long, value_name = "N")]
+    max_tool_calls: Option<u64>,
+    /// Spend per task in cents; more stops the agent.
+    #[arg(long, value_name = "CENTS")]
+    max_spend_cents: Option<u64>,
+    /// Seconds a task may run.
+    #[arg(long, value_name = "SECS")]
+    duration_secs: Option<u64>,
+    /// Seconds without output before the agent counts as hung.
+    #[arg(long, value_name = "SECS")]
+    idle_secs: Option<u64>,
+    /// Jaccard similarity at which consecutive answers count as a loop, in (0, 1].
+    #[arg(long, value_name = "X")]
+    jaccard: Option<f64>,
+    /// How the agent's stdout is read.
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    format: Format,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    limits: Limits,
+    /// Seconds between SIGTERM and SIGKILL when the agent is stopped.
+    #[arg(long, value_name = "SECS")]
+    grace_secs: Option<u64>,
+    /// Write what happened as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// No live status line.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The agent command and its arguments (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct ReplayArgs {
+    /// The recording: one JSON event per line (Claude stream-json, Codex exec --json, or SPEC
+    /// events).
+    file: PathBuf,
+    #[command(flatten)]
+    limits: Limits,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct LoopArgs {
+    #[command(flatten)]
+    limits: Limits,
+    /// Exit strategy: auto, done_signals, circuit_breaker, fix_plan=PLAN.md, or
+    /// composite=[any:|all:]A,B,... of those.
+    #[arg(long, value_name = "STRATEGY")]
+    strategy: Option<String>,
+    /// Iterations before the loop gives up.
+    #[arg(long, value_name = "N")]
+    max_iterations: Option<u32>,
+    /// Run after each iteration; its `N passed` / `N failed` summary measures progress.
+    #[arg(long, value_name = "CMD")]
+    test_cmd: Option<String>,
+    /// Forget the saved breaker state (after an OPEN circuit) and start over.
+    #[arg(long)]
+    reset: bool,
+    /// Where the breaker state is kept.
+    #[arg(long, value_name = "DIR", default_value = ".agentbreaker")]
+    state_dir: PathBuf,
+    /// Seconds between SIGTERM and SIGKILL when an iteration is stopped.
+    #[arg(long, value_name = "SECS")]
+    grace_secs: Option<u64>,
+    /// No live status line.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The command that runs one iteration (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct ConfigArgs {
+    /// A TOML configuration file (default: ./agentbreaker.toml when it exists).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print JSON instead of TOML.
+    #[arg(long)]
+    json: bool,
+}
+
+fn fail(code: i32, message: &str) -> i32 {
+    eprintln!("agentbreaker: {message}");
+    code
+}
+
+/// Settings from the file and the environment, then the flags.
+fn settings(limits: &Limits) -> Result<Settings, String> {
+    let mut s = Settings::load(limits.config.as_deref(), std::env::vars())?;
+    let b = &mut s.budget;
+    if let Some(v) = limits.max_tool_calls {
+        b.max_tool_calls_per_task = v;
+    }
+    if let Some(v) = limits.max_spend_cents {
+        b.max_token_spend_cents_per_task = v;
+    }
+    if let Some(v) = limits.duration_secs {
+        b.max_task_duration_secs = v;
+    }
+    if let Some(v) = limits.idle_secs {
+        b.max_idle_secs = v;
+    }
+    if let Some(v) = limits.jaccard {
+        b.similarity_jaccard_threshold = v;
+    }
+    b.validate().map_err(|e| e.to_string())?;
+    for w in &s.warnings {
+        eprintln!("agentbreaker: warning: {w}");
+    }
+    Ok(s)
+}
+
+/// `auto`, `fix_plan=PLAN.md`, `composite=all:auto,circuit_breaker` → a strategy config.
+fn strategy_json(spec: &str) -> Result<Value, String> {
+    if let Some(rest) = spec.strip_prefix("composite=") {
+        let (mode, members) = match rest.split_once(':') {
+            Some((m @ ("any" | "all"), members)) => (m, members),
+            _ => ("any", rest),
+        };
+        let members = members
+            .split(',')
+            .filter(|m| !m.is_empty())
+            .map(strategy_json)
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(json!({"type": "composite", "mode": mode, "members": members}));
+    }
+    if let Some(path) = spec.strip_prefix("fix_plan=") {
+        let markdown = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the fix plan {path}: {e}"))?;
+        return Ok(json!({"type": "fix_plan", "markdown": markdown}));
+    }
+    match spec {
+        "auto" | "done_signals" | "circuit_breaker" => Ok(json!({"type": spec})),
+        other => Err(format!(
+            "unknown strategy {other:?} (auto, done_signals, circuit_breaker, fix_plan=PATH, \
+             composite=[any:|all:]A,B)"
+        )),
+    }
+}
+
+fn cmd_run(args: &RunArgs) -> i32 {
+    let s = match settings(&args.limits) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    let budget =
+        match agentbreaker::BudgetBreaker::with_clock(s.budget.clone(), SystemClock::shared()) {
+            Ok(b) => b,
+            Err(e) => return fail(EXIT_CONFIG, &e.to_string()),
+        };
+    let stagnation =
+        match StagnationBreaker::with_clock(s.stagnation.clone(), SystemClock::shared()) {
+            Ok(b) => b,
+            Err(e) => return fail(EXIT_CONFIG, &e.to_string()),
+        };
+    let mut supervisor = match Supervisor::new() {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_IO, &format!("cannot install signal handlers: {e}")),
+    };
+    let opts = Options {
+        format: args.limits.format,
+        grace: Duration::from_secs(args.grace_secs.unwrap_or(s.grace_secs)),
+        status_line: !args.quiet,
+        watch_errors: true,
+        task: None,
+    };
+    let outcome = match supervisor.run(&args.command, &budget, &stagnation, &opts) {
+        Ok(o) => o,
+        Err(e) => {
+            return fail(
+                EXIT_NOT_FOUND,
+                &format!("cannot start {:?}: {e}", args.command[0]),
+            );
+        }
+    };
+    let code = match (&outcome.stop, outcome.interrupted, outcome.agent) {
+        (_, Some(sig), _) => 128 + sig,
+        (Some(stop), None, _) => stop.exit_code(),
+        (None, None, Some(agent)) => agent.shell_code(),
+        (None, None, None) => 1,
+    };
+    if let Some(stop) = &outcome.stop {
+        eprintln!("{}", stop.card());
+    }
+    if let Some(path) = &args.report {
+        let doc = report::report_json(
+            outcome.stop.as_ref(),
+            code,
+            outcome.agent,
+            outcome.interrupted.is_some(),
+            &outcome.counters,
+            outcome.lines,
+            outcome.malformed,
+        );
+        let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+        if let Err(e) = agentbreaker::persist::write_atomic(path, &bytes) {
+            eprintln!("agentbreaker: could not write the report: {e}");
+        }
+    }
+    code
+}
+
+fn cmd_replay(args: &ReplayArgs) -> i32 {
+    let s = match settings(&args.limits) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    let file = match std::fs::File::open(&args.file) {
+        Ok(f) => f,
+        Err(e) => {
+            return fail(
+                EXIT_IO,
+                &format!("cannot open {}: {e}", args.file.display()),
+            );
+        }
+    };
+    match replay::replay(BufReader::new(file), args.limits.format, &s) {
+        Ok(verdict) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&verdict.to_json()).unwrap_or_default()
+                );
+            } else {
+                print!("{}", verdict.to_text(&args.file));
+            }
+            0
+        }
+        Err(e) => fail(
+            EXIT_IO,
+            &format!("cannot read {}: {e}", args.file.display()),
+        ),
+    }
+}
+
+fn cmd_loop(args: &LoopArgs) -> i32 {
+    let mut s = match settings(&args.limits) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    if let Some(spec) = &args.strategy {
+        if let Err(e) = strategy_json(spec).and_then(|v| s.set_strategy(v)) {
+            return fail(EXIT_CONFIG, &e);
+        }
+    }
+    if let Some(n) = args.max_iterations {
+        if n == 0 {
+            return fail(EXIT_CONFIG, "--max-iterations must be at least 1");
+        }
+        s.max_iterations = n;
+    }
+    if let Some(g) = args.grace_secs {
+        s.grace_secs = g;
+    }
+    ralph::run_loop(
+        &ralph::LoopRun {
+            command: args.command.clone(),
+            test_cmd: args.test_cmd.clone(),
+            reset: args.reset,
+            state_dir: args.state_dir.clone(),
+            format: args.limits.format,
+            quiet: args.quiet,
+        },
+        &s,
+    )
+}
+
+fn cmd_config(args: &ConfigArgs) -> i32 {
+    let s = match Settings::load(args.config.as_deref(), std::env::vars()) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    if args.json {
+        let doc = json!({
+            "config": s.to_json(),
+            "source": s.source.as_ref().map(|p| p.display().to_string()),
+            "warnings": s.warnings,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        match &s.source {
+            Some(p) => println!(
+                "# effective configuration: defaults, {}, environment",
+                p.display()
+            ),
+            None => {
+                println!("# effective configuration: defaults, environment (no agentbreaker.toml)")
+            }
+        }
+        print!("{}", s.to_toml());
+        for w in &s.warnings {
+            eprintln!("agentbreaker: warning: {w}");
+        }
+    }
+    0
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+    };
+    let code = match &cli.command {
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Replay(a) => cmd_replay(a),
+        Cmd::Loop(a) => cmd_loop(a),
+        Cmd::Config(a) => cmd_config(a),
+    };
+    ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
+}

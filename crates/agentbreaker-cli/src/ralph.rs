@@ -1,0 +1,321 @@
+//! `agentbreaker loop -- CMD`: the seed 002 loop engine around a command that does one iteration
+//! per run (a Ralph loop). After each run: files changed (git or file times), tests passing (from
+//! `--test-cmd`), the agent's final text and its errors go to the `Loop` coordinator, which says
+//! continue or exit. The stagnation breaker persists in `.agentbreaker/state.json`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agentbreaker::{
+    Action, BudgetBreaker, ExitReason, Loop, LoopConfig, Observation, Outcome as LoopOutcome,
+    State, SystemClock, analyze, persist,
+};
+use serde_json::{Value, json};
+
+use crate::report::{EXIT_BUDGET, EXIT_CONFIG, EXIT_IO, EXIT_LOOP, EXIT_NOT_FOUND, Stop};
+use crate::settings::Settings;
+use crate::stream::Format;
+use crate::supervise::{Options, Supervisor};
+use crate::worktree::WorkTree;
+
+/// What `loop` needs beyond the settings.
+#[derive(Debug, Clone)]
+pub struct LoopRun {
+    /// The agent command, run once per iteration.
+    pub command: Vec<String>,
+    /// Run after each iteration; its output is searched for `N passed` / `N failed`.
+    pub test_cmd: Option<String>,
+    /// Forget the saved breaker state first.
+    pub reset: bool,
+    /// Where the state lives (`.agentbreaker`).
+    pub state_dir: PathBuf,
+    /// How to read the agent's stdout.
+    pub format: Format,
+    /// No live status line.
+    pub quiet: bool,
+}
+
+fn say(text: &str) {
+    eprintln!("agentbreaker: {text}");
+}
+
+/// The state file: `{version: 1, kind: "loop", iteration, stagnation: <SPEC snapshot>, exit}`.
+fn state_doc(iteration: u32, agent_loop: &Loop, exit: Option<ExitReason>) -> Value {
+    json!({
+        "version": 1,
+        "kind": "loop",
+        "iteration": iteration,
+        "stagnation": agent_loop.stagnation().snapshot(),
+        "exit": exit,
+    })
+}
+
+fn save(path: &Path, doc: &Value) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let bytes = serde_json::to_vec_pretty(doc).map_err(|e| e.to_string())?;
+    persist::write_atomic(path, &bytes).map_err(|e| e.to_string())
+}
+
+/// Loads the saved state into `agent_loop`; `Err(exit code)` when the loop must not start.
+fn restore(path: &Path, agent_loop: &Loop) -> Result<u32, i32> {
+    let bytes = match persist::read_optional(path) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Ok(0),
+        Err(e) => {
+            say(&format!("cannot read {}: {e}", path.display()));
+            return Err(EXIT_IO);
+        }
+    };
+    let corrupt = |why: String| {
+        say(&format!(
+            "{} is not a valid state file ({why}); run with --reset to start over",
+            path.display()
+        ));
+        EXIT_CONFIG
+    };
+    let doc: Value = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    if doc.get("version") != Some(&json!(1)) || doc.get("kind") != Some(&json!("loop")) {
+        return Err(corrupt("unknown version or kind".into()));
+    }
+    let snapshot = doc.get("stagnation").cloned().unwrap_or(Value::Null);
+    let iteration = doc.get("iteration").and_then(Value::as_u64).unwrap_or(0);
+    if snapshot.get("state") == Some(&json!("OPEN")) {
+        let reason = snapshot
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("confirmed stagnation");
+        say(&format!(
+            "the loop's circuit breaker is OPEN (since iteration {iteration}: {reason}), so the \
+             loop will not start. Fix what kept the agent stuck, then run again with --reset \
+             (or delete {}).",
+            path.display()
+        ));
+        return Err(EXIT_LOOP);
+    }
+    // A HALF_OPEN snapshot comes back CLOSED (seed 004: half-open is transient).
+    agent_loop
+        .stagnation()
+        .restore_json(&snapshot)
+        .map_err(|e| corrupt(e.to_string()))?;
+    Ok(u32::try_from(iteration).unwrap_or(u32::MAX))
+}
+
+/// Tests passing according to `cmd`'s output, and a one-line summary.
+fn run_tests(cmd: &str) -> (u64, String) {
+    match Command::new("sh").arg("-c").arg(cmd).output() {
+        Ok(out) => {
+            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.push('\n');
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            let a = analyze(&text);
+            let passing = a.tests_passing.unwrap_or(0);
+            let summary = match (a.tests_passing, a.tests_failing) {
+                (None, None) => format!("tests: no summary found (exit {})", code_of(out.status)),
+                (p, f) => format!(
+                    "tests: {} passed, {} failed",
+                    p.unwrap_or(0),
+                    f.unwrap_or(0)
+                ),
+            };
+            (passing, summary)
+        }
+        Err(e) => (0, format!("tests: could not run {cmd:?}: {e}")),
+    }
+}
+
+fn code_of(status: std::process::ExitStatus) -> String {
+    status
+        .code()
+        .map_or_else(|| "by a signal".to_string(), |c| c.to_string())
+}
+
+/// The exit code of a finished loop.
+pub fn exit_code(reason: ExitReason) -> i32 {
+    match reason {
+        r if r.is_success() => 0,
+        ExitReason::CircuitOpen => EXIT_LOOP,
+        _ => EXIT_BUDGET,
+    }
+}
+
+/// Runs the loop; returns the process exit code.
+pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
+    let state_path = args.state_dir.join("state.json");
+    if args.reset {
+        match std::fs::remove_file(&state_path) {
+            Ok(()) => say(&format!("removed {}", state_path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                say(&format!("cannot remove {}: {e}", state_path.display()));
+                return EXIT_IO;
+            }
+        }
+    }
+    let config = LoopConfig {
+        max_iterations: settings.max_iterations,
+        strategy: settings.strategy.clone(),
+        stagnation: settings.stagnation.clone(),
+        budget: None,
+    };
+    let agent_loop = match Loop::with_clock(config, SystemClock::shared()) {
+        Ok(l) => l,
+        Err(e) => {
+            say(&e.to_string());
+            return EXIT_CONFIG;
+        }
+    };
+    let previous = match restore(&state_path, &agent_loop) {
+        Ok(n) => n,
+        Err(code) => return code,
+    };
+    if previous > 0 {
+        say(&format!(
+            "resuming after {previous} earlier iterations (breaker {})",
+            agent_loop.stagnation().state()
+        ));
+    }
+    let mut supervisor = match Supervisor::new() {
+        Ok(s) => s,
+        Err(e) => {
+            say(&format!("cannot install signal handlers: {e}"));
+            return EXIT_IO;
+        }
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let grace = std::time::Duration::from_secs(settings.grace_secs);
+    let mut iteration = previous;
+    loop {
+        if let Some(sig) = supervisor.pending_signal() {
+            say("interrupted");
+            return 128 + sig;
+        }
+        iteration = iteration.saturating_add(1);
+        let before = WorkTree::snapshot(&cwd);
+        let budget = match BudgetBreaker::with_clock(settings.budget.clone(), SystemClock::shared())
+        {
+            Ok(b) => b,
+            Err(e) => {
+                say(&e.to_string());
+                return EXIT_CONFIG;
+            }
+        };
+        let opts = Options {
+            format: args.format,
+            grace,
+            status_line: !args.quiet,
+            watch_errors: false,
+            task: Some(format!("iteration-{iteration}")),
+        };
+        let outcome = match supervisor.run(&args.command, &budget, agent_loop.stagnation(), &opts) {
+            Ok(o) => o,
+            Err(e) => {
+                say(&format!("cannot start {:?}: {e}", args.command[0]));
+                return EXIT_NOT_FOUND;
+            }
+        };
+        if let Some(sig) = outcome.interrupted {
+            let _ = save(&state_path, &state_doc(iteration, &agent_loop, None));
+            say(&format!(
+                "interrupted during iteration {iteration}; state saved"
+            ));
+            return 128 + sig;
+        }
+        if let Some(stop @ Stop::Budget(_)) = &outcome.stop {
+            eprintln!("{}", stop.card());
+            let reason = ExitReason::BudgetExceeded;
+            let _ = save(
+                &state_path,
+                &state_doc(iteration, &agent_loop, Some(reason)),
+            );
+            say(&format!(
+                "loop finished after {iteration} iterations: {reason} (failure)"
+            ));
+            return exit_code(reason);
+        }
+        let files_changed = before.changed_files().max(outcome.stream_files_changed);
+        let (tests_passing, test_summary) = match &args.test_cmd {
+            Some(cmd) => {
+                let (p, s) = run_tests(cmd);
+                (p, Some(s))
+            }
+            None => (0, None),
+        };
+        let output = outcome
+            .final_text
+            .clone()
+            .unwrap_or_else(|| String::from_utf8_lossy(&outcome.captured).into_owned());
+        let error = match outcome.agent {
+            Some(exit) if exit.shell_code() != 0 => Some(match outcome.errors.last() {
+                Some(last) => format!("agent exited with {}: {last}", exit.shell_code()),
+                None => format!("agent exited with {}", exit.shell_code()),
+            }),
+            _ => outcome.errors.last().cloned(),
+        };
+        let decision = match agent_loop.observe(&Observation {
+            output,
+            files_changed,
+            tests_passing,
+            error,
+            events: Vec::new(),
+        }) {
+            Ok(d) => d,
+            Err(e) => {
+                say(&e.to_string());
+                return EXIT_CONFIG;
+            }
+        };
+        say(&format!(
+            "iteration {iteration}: {files_changed} files changed{}, completion confidence {}, \
+             breaker {} -> {}",
+            test_summary.map(|s| format!(", {s}")).unwrap_or_default(),
+            decision.analysis.confidence,
+            decision.breaker.state,
+            match decision.action {
+                Action::Continue => "continue".to_string(),
+                Action::Exit => "exit".to_string(),
+            }
+        ));
+        if decision.breaker.state != State::Closed
+            && let Some(reason) = &decision.breaker.reason
+        {
+            say(&format!("breaker {}: {reason}", decision.breaker.state));
+        }
+        if let (Action::Exit, Some(reason)) = (decision.action, decision.reason) {
+            let success = decision.outcome == Some(LoopOutcome::Success);
+            // A finished episode leaves nothing behind; a failed one keeps its breaker state.
+            let saved = if success {
+                std::fs::remove_file(&state_path).or_else(|e| {
+                    if e.kind() == std::io::ErrorKind::NotFound {
+                        Ok(())
+                    } else {
+                        Err(e.to_string())
+                    }
+                })
+            } else {
+                save(
+                    &state_path,
+                    &state_doc(iteration, &agent_loop, Some(reason)),
+                )
+            };
+            if let Err(e) = saved {
+                say(&format!("could not update {}: {e}", state_path.display()));
+            }
+            say(&format!(
+                "loop finished after {iteration} iterations: {reason} ({})",
+                if success { "success" } else { "failure" }
+            ));
+            if reason == ExitReason::CircuitOpen {
+                say(
+                    "the breaker stays OPEN: the next `agentbreaker loop` refuses to start until --reset",
+                );
+            }
+            return exit_code(reason);
+        }
+        if let Err(e) = save(&state_path, &state_doc(iteration, &agent_loop, None)) {
+            say(&format!("could not save {}: {e}", state_path.display()));
+        }
+    }
+}

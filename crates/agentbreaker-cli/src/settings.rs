@@ -1,0 +1,236 @@
+//! The effective configuration: built-in defaults, then a TOML file (`agentbreaker.toml` in the
+//! working directory, or `--config FILE`), then `AGENTBREAKER_*` (and `BB_CIRCUIT_BREAKER_*`)
+//! environment variables, then command-line flags. The file uses the SPEC's own camelCase keys:
+//!
+//! ```toml
+//! [budget]        # BudgetBreaker (SPEC 4): maxToolCallsPerTask, maxIdleSecs, prices, ...
+//! [stagnation]    # StagnationBreaker (SPEC 3): noProgressThreshold, sameErrorThreshold, ...
+//! [loop]          # `agentbreaker loop`: maxIterations, strategy = { type = "auto" }
+//! [supervisor]    # `agentbreaker run`: graceSecs
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use agentbreaker::{BudgetConfig, StagnationConfig, StrategyConfig, apply_env};
+use serde_json::{Map, Value, json};
+
+/// The file read from the working directory when no `--config` is given.
+pub const DEFAULT_FILE: &str = "agentbreaker.toml";
+
+/// Everything the commands need, after all layers.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The BudgetBreaker config.
+    pub budget: BudgetConfig,
+    /// The StagnationBreaker config.
+    pub stagnation: StagnationConfig,
+    /// `loop`: iteration cap.
+    pub max_iterations: u32,
+    /// `loop`: the exit strategy (validated), and its JSON for printing.
+    pub strategy: StrategyConfig,
+    /// The strategy as JSON.
+    pub strategy_json: Value,
+    /// `run`: seconds between SIGTERM and SIGKILL.
+    pub grace_secs: u64,
+    /// The file that was read, if any.
+    pub source: Option<PathBuf>,
+    /// Problems that were worked around (invalid environment values).
+    pub warnings: Vec<String>,
+}
+
+impl Settings {
+    /// The built-in defaults.
+    pub fn defaults() -> Self {
+        Settings {
+            budget: BudgetConfig::default(),
+            stagnation: StagnationConfig::default(),
+            max_iterations: 50,
+            strategy: StrategyConfig::default(),
+            strategy_json: json!({"type": "auto"}),
+            grace_secs: 10,
+            source: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Defaults, then the file, then the environment.
+    pub fn load<I, K, V>(explicit: Option<&Path>, env: I) -> Result<Self, String>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut s = Settings::defaults();
+        let (path, must_exist) = match explicit {
+            Some(p) => (p.to_path_buf(), true),
+            None => (PathBuf::from(DEFAULT_FILE), false),
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                s.apply_file(&text)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                s.source = Some(path);
+            }
+            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        }
+        let layered = apply_env(s.budget.clone(), env);
+        s.budget = layered.config;
+        s.warnings.extend(
+            layered
+                .warnings
+                .into_iter()
+                .map(|w| format!("{}={:?}: {}", w.variable, w.value, w.message)),
+        );
+        Ok(s)
+    }
+
+    fn apply_file(&mut self, text: &str) -> Result<(), String> {
+        let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+        let root = serde_json::to_value(table).map_err(|e| e.to_string())?;
+        let Value::Object(sections) = root else {
+            return Err("expected tables".into());
+        };
+        for (name, value) in &sections {
+            match name.as_str() {
+                "budget" => {
+                    self.budget = BudgetConfig::from_json(value).map_err(|e| e.to_string())?;
+                }
+                "stagnation" => {
+                    self.stagnation =
+                        StagnationConfig::from_json(value).map_err(|e| e.to_string())?;
+                }
+                "loop" => self.apply_loop(value)?,
+                "supervisor" => {
+                    let table = section(value, "supervisor", &["graceSecs"])?;
+                    if let Some(v) = table.get("graceSecs") {
+                        self.grace_secs = v
+                            .as_u64()
+                            .ok_or("supervisor.graceSecs must be a whole number of seconds")?;
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "unknown section [{other}] (budget, stagnation, loop, supervisor)"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_loop(&mut self, value: &Value) -> Result<(), String> {
+        let table = section(value, "loop", &["maxIterations", "strategy"])?;
+        if let Some(v) = table.get("maxIterations") {
+            self.max_iterations = v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|&n| n >= 1)
+                .ok_or("loop.maxIterations must be a whole number >= 1")?;
+        }
+        if let Some(strategy) = table.get("strategy") {
+            self.set_strategy(strategy.clone())?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the exit strategy (validated by the core).
+    pub fn set_strategy(&mut self, strategy: Value) -> Result<(), String> {
+        self.strategy = StrategyConfig::from_json(&strategy).map_err(|e| e.to_string())?;
+        self.strategy_json = strategy;
+        Ok(())
+    }
+
+    /// The effective configuration as JSON (the shape of the TOML file).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "budget": self.budget,
+            "stagnation": self.stagnation,
+            "loop": {"maxIterations": self.max_iterations, "strategy": self.strategy_json},
+            "supervisor": {"graceSecs": self.grace_secs},
+        })
+    }
+
+    /// The effective configuration as a TOML file (it can be saved as `agentbreaker.toml`).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(&self.to_json()).unwrap_or_default()
+    }
+}
+
+fn section<'a>(
+    value: &'a Value,
+    name: &str,
+    allowed: &[&str],
+) -> Result<&'a Map<String, Value>, String> {
+    let table = value
+        .as_object()
+        .ok_or_else(|| format!("[{name}] must be a table"))?;
+    if let Some(k) = table.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown key {name}.{k} (allowed: {})",
+            allowed.join(", ")
+        ));
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str, env: &[(&str, &str)]) -> Result<Settings, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentbreaker.toml");
+        std::fs::write(&path, text).unwrap();
+        Settings::load(Some(&path), env.iter().copied())
+    }
+
+    #[test]
+    fn layers_file_then_environment() {
+        let s = load_text(
+            "[budget]\nmaxToolCallsPerTask = 200\nmaxIdleSecs = 60\n[loop]\nmaxIterations = 7\n\
+             strategy = { type = \"done_signals\" }\n[supervisor]\ngraceSecs = 3\n",
+            &[
+                ("AGENTBREAKER_IDLE_SECS", "90"),
+                ("AGENTBREAKER_JACCARD", "2"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.budget.max_tool_calls_per_task, 200);
+        assert_eq!(s.budget.max_idle_secs, 90);
+        assert_eq!(s.budget.similarity_jaccard_threshold, 0.95);
+        assert_eq!(s.max_iterations, 7);
+        assert_eq!(s.grace_secs, 3);
+        assert_eq!(s.warnings.len(), 1);
+        assert!(
+            s.warnings[0].starts_with("AGENTBREAKER_JACCARD=\"2\""),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    #[test]
+    fn bad_files_are_errors() {
+        for bad in [
+            "[budget]\nmaxToolCalls = 3\n",
+            "[budget]\nmaxToolCallsPerTask = 0\n",
+            "[nonsense]\n",
+            "[loop]\nstrategy = { type = \"magic\" }\n",
+            "not toml =",
+        ] {
+            assert!(load_text(bad, &[]).is_err(), "{bad}");
+        }
+        let missing = Settings::load(
+            Some(Path::new("/nonexistent/agentbreaker.toml")),
+            [("", "")],
+        );
+        assert!(missing.is_err());
+    }
+
+    #[test]
+    fn printed_toml_reads_back() {
+        let s = Settings::defaults();
+        let again = load_text(&s.to_toml(), &[]).unwrap();
+        assert_eq!(again.to_json(), s.to_json());
+    }
+}

@@ -1,0 +1,510 @@
+//! End-to-end tests of the `agentbreaker` binary with small fake agents (shell scripts that print
+//! stream lines with delays).
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentbreaker");
+
+fn agentbreaker(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args).current_dir(dir);
+    // The tests must not pick up the developer's own settings.
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AGENTBREAKER_") || k.starts_with("BB_CIRCUIT_BREAKER_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+fn run(dir: &Path, args: &[&str]) -> (Output, Duration) {
+    let start = Instant::now();
+    let out = agentbreaker(dir, args).output().expect("run agentbreaker");
+    (out, start.elapsed())
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn report(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("report written")).expect("report is JSON")
+}
+
+const TOOL_USE: &str = r#"{"type":"tool_use","name":"web_fetch"}"#;
+
+#[test]
+fn runaway_tool_calls_exit_2_with_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("while true; do echo '{TOOL_USE}'; sleep 0.02; done");
+    let (out, took) = run(
+        dir.path(),
+        &[
+            "run",
+            "--max-tool-calls",
+            "5",
+            "--grace-secs",
+            "1",
+            "--report",
+            "report.json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(10));
+    let err = stderr(&out);
+    assert!(
+        err.contains("Stopped after 6 tool calls in task session (limit 5)."),
+        "{err}"
+    );
+    let r = report(&dir.path().join("report.json"));
+    assert_eq!(r["halt"]["slug"], "tool_call_limit");
+    assert_eq!(r["halt"]["actual"], 6);
+    assert_eq!(r["exitCode"], 2);
+    assert_eq!(r["stopped"], true);
+    // Every line the agent printed before the halt was passed through unchanged.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().take(6).all(|l| l == TOOL_USE), "{stdout}");
+}
+
+#[test]
+fn near_identical_outputs_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = r#"{"type":"assistant","text":"I will retry the same command again now"}"#;
+    let script = format!("for i in 1 2 3 4 5 6; do echo '{line}'; sleep 0.05; done; sleep 5");
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "run",
+            "--report",
+            "r.json",
+            "--grace-secs",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(
+        report(&dir.path().join("r.json"))["halt"]["slug"],
+        "output_loop"
+    );
+    assert!(stderr(&out).contains("near-identical"), "{}", stderr(&out));
+}
+
+#[test]
+fn repeated_tool_errors_exit_3_stagnation() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"Error: Path not found","is_error":true}]},"session_id":"s"}"#;
+    let script = format!("for i in 1 2 3 4 5 6 7; do echo '{line}'; done; sleep 5");
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "run",
+            "--report",
+            "r.json",
+            "--grace-secs",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let r = report(&dir.path().join("r.json"));
+    assert_eq!(r["halt"]["slug"], "stagnation");
+    assert_eq!(r["halt"]["state"], "OPEN");
+}
+
+#[test]
+fn a_silent_agent_is_stopped_for_idling() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("echo '{TOOL_USE}'; sleep 30");
+    let (out, took) = run(
+        dir.path(),
+        &[
+            "run",
+            "--idle-secs",
+            "2",
+            "--grace-secs",
+            "1",
+            "--report",
+            "r.json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+    assert_eq!(
+        report(&dir.path().join("r.json"))["halt"]["slug"],
+        "idle_timeout"
+    );
+}
+
+#[test]
+fn a_healthy_agent_keeps_its_exit_code_and_we_stay_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo '{TOOL_USE}'; echo 'plain text line'; printf 'no newline at the end'; exit 0"
+    );
+    let (out, _) = run(dir.path(), &["run", "--", "sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{TOOL_USE}\nplain text line\nno newline at the end")
+    );
+    assert_eq!(stderr(&out), "");
+    let (out, _) = run(dir.path(), &["run", "--", "sh", "-c", "echo '{}'; exit 7"]);
+    assert_eq!(out.status.code(), Some(7));
+}
+
+#[test]
+fn an_agent_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "trap '' TERM; for i in 1 2 3; do echo '{TOOL_USE}'; done; while true; do sleep 0.1; done"
+    );
+    let (out, took) = run(
+        dir.path(),
+        &[
+            "run",
+            "--max-tool-calls",
+            "2",
+            "--grace-secs",
+            "1",
+            "--report",
+            "r.json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        took >= Duration::from_secs(1),
+        "killed before the grace period: {took:?}"
+    );
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    assert_eq!(report(&dir.path().join("r.json"))["agent"]["signal"], 9);
+}
+
+#[test]
+fn malformed_lines_are_passed_through_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "printf 'not json\\n{\"type\":\"assistant\",\n\\377\\376binary\\n[1,2]\\n'; \
+                  head -c 20000000 /dev/zero | tr '\\0' x; echo; echo done";
+    let (out, _) = run(
+        dir.path(),
+        &["run", "--report", "r.json", "--", "sh", "-c", script],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = out.stdout;
+    assert!(stdout.starts_with(b"not json\n{\"type\":\"assistant\",\n\xff\xfebinary\n[1,2]\n"));
+    assert_eq!(stdout.len(), 45 + 20_000_000 + 1 + 5);
+    let r = report(&dir.path().join("r.json"));
+    assert!(r["malformedLines"].as_u64().unwrap() >= 5, "{r}");
+}
+
+#[test]
+fn ctrl_c_is_forwarded_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("got-int");
+    let script = format!(
+        "trap 'touch {}; exit 1' INT; echo ready; while true; do sleep 0.1; done",
+        marker.display()
+    );
+    let mut child = agentbreaker(dir.path(), &["run", "--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 6];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    assert_eq!(&first, b"ready\n");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(marker.exists(), "the agent did not receive SIGINT");
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is dead for our purpose; init reaps it.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn wait_dead(pid: i32) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn no_grandchild_outlives_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("grandchild.pid");
+    // The agent starts a background job and exits; the job holds stdout open.
+    let script = format!("sleep 1000 & echo $! > {}; exit 0", pidfile.display());
+    let (out, took) = run(dir.path(), &["run", "--", "sh", "-c", &script]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_dead(pid), "grandchild {pid} still alive");
+
+    // And when the agent is stopped by a halt.
+    let script = format!(
+        "sleep 1000 & echo $! > {}; while true; do echo '{TOOL_USE}'; sleep 0.05; done",
+        pidfile.display()
+    );
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "run",
+            "--max-tool-calls",
+            "3",
+            "--grace-secs",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_dead(pid), "grandchild {pid} still alive after a halt");
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_127() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run(dir.path(), &["run", "--", "/nonexistent/agent"]);
+    assert_eq!(out.status.code(), Some(127));
+    assert!(stderr(&out).contains("cannot start"));
+}
+
+#[test]
+fn usage_errors_are_64_not_a_halt_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run(dir.path(), &["run", "--bogus", "--", "true"]);
+    assert_eq!(out.status.code(), Some(64));
+    let (out, _) = run(dir.path(), &["run", "--jaccard", "2", "--", "true"]);
+    assert_eq!(out.status.code(), Some(78));
+    let (out, _) = run(dir.path(), &["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+// ------------------------------------------------------------------------------------------------
+// loop
+
+#[test]
+fn loop_exits_0_when_the_agent_edits_files_then_says_it_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    // Iteration 1 edits a file; iteration 2 edits again and reports EXIT_SIGNAL.
+    let script = "n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; \
+                  echo \"change $n\" >> work.txt; \
+                  if [ $n -ge 2 ]; then printf 'Implemented everything.\\nEXIT_SIGNAL: true\\n'; \
+                  else echo 'Implemented the parser.'; fi";
+    let (out, _) = run(dir.path(), &["loop", "--", "sh", "-c", script]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("iteration 1: 2 files changed"), "{err}");
+    assert!(
+        err.contains("loop finished after 2 iterations: completed (success)"),
+        "{err}"
+    );
+    assert!(!dir.path().join(".agentbreaker/state.json").exists());
+}
+
+#[test]
+fn loop_opens_the_circuit_after_the_4th_idle_iteration_and_stays_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let idle = "echo 'Still looking into the failing test.'";
+    let (out, _) = run(dir.path(), &["loop", "--", "sh", "-c", idle]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("loop finished after 4 iterations: circuit_open (failure)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("iteration 3:") && err.contains("HALF_OPEN"),
+        "{err}"
+    );
+    let state: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(".agentbreaker/state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["stagnation"]["state"], "OPEN");
+
+    // A restart refuses to run anything, and says how to reset.
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let (out, _) = run(dir.path(), &["loop", "--", "sh", "-c", &touch]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("--reset"), "{}", stderr(&out));
+    assert!(
+        !marker.exists(),
+        "the agent ran although the breaker is OPEN"
+    );
+
+    // --reset starts over.
+    let done = format!("{touch}; echo 'EXIT_SIGNAL: true'");
+    let (out, _) = run(dir.path(), &["loop", "--reset", "--", "sh", "-c", &done]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(marker.exists());
+}
+
+#[test]
+fn a_loop_that_crashed_half_open_comes_back_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".agentbreaker")).unwrap();
+    let snapshot = serde_json::json!({
+        "version": 1, "kind": "loop", "iteration": 3, "exit": null,
+        "stagnation": {"version": 1, "kind": "stagnation", "state": "HALF_OPEN",
+            "consecutiveNoProgress": 3, "errorCounts": {}, "outputTrend": [40, 40, 40],
+            "lastProgress": null, "baselineOutputs": [40, 40, 40], "bestTestsPassing": 0,
+            "reason": "No progress in 3 consecutive iterations"}
+    });
+    std::fs::write(
+        dir.path().join(".agentbreaker/state.json"),
+        serde_json::to_vec(&snapshot).unwrap(),
+    )
+    .unwrap();
+    // Back CLOSED with no iterations without progress: three more idle ones only reach HALF_OPEN.
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "loop",
+            "--max-iterations",
+            "3",
+            "--",
+            "sh",
+            "-c",
+            "echo 'thinking'",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("resuming after 3 earlier iterations (breaker CLOSED)"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("max_iterations"), "{err}");
+}
+
+#[test]
+fn loop_uses_the_test_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n > n; echo 'Working.'";
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "loop",
+            "--max-iterations",
+            "2",
+            "--test-cmd",
+            "echo \"$(cat n)0 passed, 0 failed\"",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    let err = stderr(&out);
+    assert!(err.contains("tests: 10 passed, 0 failed"), "{err}");
+    assert!(err.contains("tests: 20 passed, 0 failed"), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+}
+
+// ------------------------------------------------------------------------------------------------
+// replay and config
+
+fn example(name: &str) -> String {
+    format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn replay_of_the_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("runaway-tool-calls.jsonl", Some("tool_call_limit")),
+        ("near-identical-outputs.jsonl", Some("output_loop")),
+        ("path-hallucination.jsonl", Some("stagnation")),
+        ("healthy-session.jsonl", None),
+    ];
+    for (file, slug) in cases {
+        let (out, _) = run(dir.path(), &["replay", &example(file), "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["halted"], slug.is_some(), "{file}: {v}");
+        if let Some(slug) = slug {
+            assert_eq!(v["halt"]["slug"], slug, "{file}: {v}");
+        }
+        assert_eq!(v["malformedLines"], 0, "{file}");
+    }
+    let (out, _) = run(
+        dir.path(),
+        &["replay", &example("runaway-tool-calls.jsonl")],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Stopped after 51 tool calls in task session (limit 50)."),
+        "{text}"
+    );
+}
+
+#[test]
+fn config_layers_file_and_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("agentbreaker.toml"),
+        "[budget]\nmaxToolCallsPerTask = 120\n",
+    )
+    .unwrap();
+    let out = agentbreaker(dir.path(), &["config", "--json"])
+        .env("AGENTBREAKER_IDLE_SECS", "45")
+        .env("AGENTBREAKER_JACCARD", "nope")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["budget"]["maxToolCallsPerTask"], 120);
+    assert_eq!(v["config"]["budget"]["maxIdleSecs"], 45);
+    assert_eq!(v["config"]["budget"]["similarityJaccardThreshold"], 0.95);
+    assert_eq!(v["warnings"].as_array().unwrap().len(), 1);
+    assert_eq!(v["source"], "agentbreaker.toml");
+    std::fs::write(dir.path().join("agentbreaker.toml"), "[budget]\nnope = 1\n").unwrap();
+    let (out, _) = run(dir.path(), &["config"]);
+    assert_eq!(out.status.code(), Some(78));
+}
