@@ -13,7 +13,7 @@ use crate::text::cap_error;
 
 /// How error texts are compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorMatch {
     /// The trimmed text.
     Exact,
@@ -22,6 +22,10 @@ pub enum ErrorMatch {
     Normalized,
     /// Normalized, plus quoted strings become `<str>` and path-like tokens `<path>`.
     Template,
+    /// The error's key line, normalized: its first non-empty line, or for a Python traceback its
+    /// last one (the `ValueError: ...` line). Tools often follow one stable message line with
+    /// varying detail (a code excerpt, a stack), which would otherwise split one error in many.
+    KeyLine,
 }
 
 impl ErrorMatch {
@@ -31,6 +35,7 @@ impl ErrorMatch {
             ErrorMatch::Exact => "exact",
             ErrorMatch::Normalized => "normalized",
             ErrorMatch::Template => "template",
+            ErrorMatch::KeyLine => "key_line",
         }
     }
 }
@@ -49,8 +54,10 @@ impl FromStr for ErrorMatch {
             "exact" => Ok(ErrorMatch::Exact),
             "normalized" => Ok(ErrorMatch::Normalized),
             "template" => Ok(ErrorMatch::Template),
+            "key_line" => Ok(ErrorMatch::KeyLine),
             other => Err(Error::config(format!(
-                "errorMatch must be \"exact\", \"normalized\" or \"template\", not {other:?}"
+                "errorMatch must be \"exact\", \"normalized\", \"template\" or \"key_line\", \
+                 not {other:?}"
             ))),
         }
     }
@@ -85,6 +92,19 @@ pub fn fingerprint(error: &str, mode: ErrorMatch) -> String {
         ErrorMatch::Exact => text.trim().to_string(),
         ErrorMatch::Normalized => normalize(text),
         ErrorMatch::Template => template(&normalize(text)),
+        ErrorMatch::KeyLine => normalize(key_line(text)),
+    }
+}
+
+/// The line of an error text that says what went wrong (see [`ErrorMatch::KeyLine`]).
+pub fn key_line(text: &str) -> &str {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    match lines.next() {
+        Some(first) if first.starts_with("Traceback (most recent call last)") => {
+            lines.last().unwrap_or(first)
+        }
+        Some(first) => first,
+        None => "",
     }
 }
 
@@ -234,6 +254,36 @@ mod tests {
         assert_eq!(t("can't find module 'x'"), "can't find module <str>");
         assert_eq!(t("plain words only"), "plain words only");
         assert_eq!(t("version 1.2 bad"), "version # bad");
+    }
+
+    #[test]
+    fn key_line_keeps_the_line_that_names_the_error() {
+        let k = |s: &str| fingerprint(s, ErrorMatch::KeyLine);
+        assert_eq!(
+            k(
+                "Your proposed edit has introduced new syntax error(s).\n\nERRORS:\n- E999 at line 12"
+            ),
+            k("Your proposed edit has introduced new syntax error(s).\n[File: a.py (40 lines)]")
+        );
+        assert_eq!(
+            k(
+                "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    f()\nValueError: bad value 7"
+            ),
+            "ValueError: bad value #"
+        );
+        assert_eq!(
+            k("\n\n  Path not found: a.b  \nmore"),
+            "Path not found: a.b"
+        );
+        assert_eq!(k(""), "");
+        assert_eq!(
+            "key_line".parse::<ErrorMatch>().unwrap(),
+            ErrorMatch::KeyLine
+        );
+        assert_eq!(
+            serde_json::to_value(ErrorMatch::KeyLine).unwrap(),
+            "key_line"
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod json;
 pub mod persist;
 pub mod stagnation;
 pub mod state;
+pub mod steps;
 pub mod strategy;
 pub mod text;
 
@@ -65,6 +66,7 @@ pub use stagnation::{
     StagnationStatus,
 };
 pub use state::State;
+pub use steps::AgentStep;
 pub use strategy::{
     CompositeMode, ExitDecision, ExitReason, ExitStrategy, FixPlan, FixStep, PlanStatus,
     StrategyConfig,

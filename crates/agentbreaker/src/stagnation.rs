@@ -14,6 +14,9 @@ use crate::fingerprint::{ErrorCounts, ErrorMatch, fingerprint};
 use crate::json::{Fields, config_from_value};
 use crate::persist;
 use crate::state::State;
+use crate::steps::{
+    AgentStep, MAX_CYCLE_LENGTH, MAX_STEP_THRESHOLD, StepHistory, StepRules, hash_of,
+};
 use crate::text::cap_error;
 
 /// How many output lengths `outputTrend` keeps.
@@ -33,6 +36,24 @@ pub struct StagnationConfig {
     pub output_decline_threshold: u32,
     /// How errors are compared. Default normalized.
     pub error_match: ErrorMatch,
+    /// Step detector: the same step (action and result) this many times in a row opens the
+    /// circuit; 0 = off (default).
+    pub repeat_threshold: u32,
+    /// Step detector: a cycle of 2..=`max_cycle_length` steps repeated this many times in a row
+    /// opens the circuit; 0 = off (default).
+    pub cycle_repeats: u32,
+    /// The longest cycle looked for (2..=20). Default 5.
+    pub max_cycle_length: u32,
+    /// Step detector: this many failed steps in a row with at most `fail_streak_distinct`
+    /// distinct errors opens the circuit; 0 = off (default).
+    pub fail_streak_threshold: u32,
+    /// Distinct error fingerprints a fail streak may have (>= 1). Default 2.
+    pub fail_streak_distinct: u32,
+    /// Step detector: this many steps without progress, at least `fail_window_percent` percent of
+    /// them failed, opens the circuit; 0 = off (default).
+    pub fail_window: u32,
+    /// Percent of failed steps in the fail window (1..=100). Default 90.
+    pub fail_window_percent: u32,
 }
 
 impl Default for StagnationConfig {
@@ -42,6 +63,13 @@ impl Default for StagnationConfig {
             same_error_threshold: 5,
             output_decline_threshold: 70,
             error_match: ErrorMatch::Normalized,
+            repeat_threshold: 0,
+            cycle_repeats: 0,
+            max_cycle_length: 5,
+            fail_streak_threshold: 0,
+            fail_streak_distinct: 2,
+            fail_window: 0,
+            fail_window_percent: 90,
         }
     }
 }
@@ -67,7 +95,42 @@ impl StagnationConfig {
                 "outputDeclineThreshold must be between 1 and 100",
             ));
         }
+        for (name, v) in [
+            ("repeatThreshold", self.repeat_threshold),
+            ("cycleRepeats", self.cycle_repeats),
+            ("failStreakThreshold", self.fail_streak_threshold),
+            ("failWindow", self.fail_window),
+        ] {
+            if v == 1 || v > MAX_STEP_THRESHOLD {
+                return Err(Error::config(format!(
+                    "{name} must be 0 (off) or between 2 and {MAX_STEP_THRESHOLD}"
+                )));
+            }
+        }
+        if !(2..=MAX_CYCLE_LENGTH).contains(&self.max_cycle_length) {
+            return Err(Error::config(format!(
+                "maxCycleLength must be between 2 and {MAX_CYCLE_LENGTH}"
+            )));
+        }
+        if self.fail_streak_distinct < 1 {
+            return Err(Error::config("failStreakDistinct must be >= 1"));
+        }
+        if !(1..=100).contains(&self.fail_window_percent) {
+            return Err(Error::config("failWindowPercent must be between 1 and 100"));
+        }
         Ok(())
+    }
+
+    pub(crate) fn step_rules(&self) -> StepRules {
+        StepRules {
+            repeat: self.repeat_threshold,
+            cycle_repeats: self.cycle_repeats,
+            max_cycle: self.max_cycle_length,
+            fail_streak: self.fail_streak_threshold,
+            fail_distinct: self.fail_streak_distinct,
+            fail_window: self.fail_window,
+            fail_window_percent: self.fail_window_percent,
+        }
     }
 }
 
@@ -183,6 +246,7 @@ struct Inner {
     baseline_outputs: Vec<u64>,
     best_tests_passing: u64,
     reason: Option<String>,
+    steps: StepHistory,
 }
 
 /// Detects a loop that stopped making progress (SPEC 3). Every method takes `&self`.
@@ -269,6 +333,7 @@ impl StagnationBreaker {
             inner.consecutive_no_progress = 0;
             inner.error_counts.clear();
             inner.last_progress = Some(now);
+            inner.steps.progress();
         } else {
             inner.consecutive_no_progress = inner.consecutive_no_progress.saturating_add(1);
         }
@@ -319,6 +384,34 @@ impl StagnationBreaker {
                 self.config.same_error_threshold,
                 error.trim()
             );
+            Self::transition(&mut inner, State::Open, reason, now, events);
+        }
+    }
+
+    /// Records one agent step for the step detectors (repeats, cycles, fail streaks, the fail
+    /// window); a no-op while they are all off.
+    pub fn record_step(&self, step: &AgentStep) {
+        self.record_step_into(step, &mut Sink::Queue(&self.listeners));
+        self.listeners.deliver();
+    }
+
+    pub(crate) fn record_step_into(&self, step: &AgentStep, events: &mut Sink<'_>) {
+        let rules = self.config.step_rules();
+        if !rules.any() {
+            return;
+        }
+        let action = fingerprint(&step.action, ErrorMatch::Normalized);
+        let result = fingerprint(&step.result, ErrorMatch::Normalized);
+        let signature = hash_of(&[&action, &result]);
+        let error = step
+            .failed
+            .then(|| hash_of(&[&fingerprint(&step.result, self.config.error_match)]));
+        let now = self.clock.now_ms();
+        let mut inner = self.lock();
+        let reason = inner.steps.record(&rules, signature, error, step);
+        if let Some(reason) = reason
+            && inner.state != State::Open
+        {
             Self::transition(&mut inner, State::Open, reason, now, events);
         }
     }
@@ -409,6 +502,8 @@ impl StagnationBreaker {
             } else {
                 None
             },
+            // The step detectors' recent history is not part of a snapshot: they watch afresh.
+            steps: StepHistory::default(),
         };
         Ok(())
     }
@@ -533,8 +628,60 @@ mod tests {
                 same_error_threshold: 4,
                 output_decline_threshold: 50,
                 error_match: ErrorMatch::Exact,
+                ..StagnationConfig::default()
             }
         );
+    }
+
+    #[test]
+    fn step_detectors_open_the_circuit_and_progress_resets_the_window() {
+        let b = StagnationBreaker::with_clock(
+            StagnationConfig::from_json(&serde_json::json!({
+                "repeatThreshold": 3, "failWindow": 3, "failWindowPercent": 100
+            }))
+            .unwrap(),
+            ManualClock::shared(0),
+        )
+        .unwrap();
+        let step = |a: &str, failed| AgentStep {
+            action: a.into(),
+            result: "Error: Path not found".into(),
+            failed,
+        };
+        b.record_step(&step("read a", true));
+        b.record_step(&step("read b", true));
+        b.record_progress(IterationMetrics {
+            files_changed: 1,
+            ..IterationMetrics::default()
+        });
+        b.record_step(&step("read c", true));
+        b.record_step(&step("read d", true));
+        assert_eq!(b.state(), State::Closed);
+        b.record_step(&step("read e", true));
+        let d = b.check();
+        assert_eq!(d.state, State::Open);
+        assert_eq!(
+            d.reason.as_deref(),
+            Some("3 of the last 3 steps failed without progress")
+        );
+        // Off by default: the seed's breaker ignores steps.
+        let seed = StagnationBreaker::new(StagnationConfig::default()).unwrap();
+        for _ in 0..100 {
+            seed.record_step(&step("read a", true));
+        }
+        assert_eq!(seed.state(), State::Closed);
+        for bad in [
+            serde_json::json!({"repeatThreshold": 1}),
+            serde_json::json!({"cycleRepeats": 1001}),
+            serde_json::json!({"maxCycleLength": 1}),
+            serde_json::json!({"failStreakDistinct": 0}),
+            serde_json::json!({"failWindowPercent": 0}),
+        ] {
+            assert_eq!(
+                StagnationConfig::from_json(&bad).unwrap_err().code(),
+                "INVALID_CONFIG"
+            );
+        }
     }
 
     #[test]
