@@ -101,7 +101,7 @@ pub fn key_line(text: &str) -> &str {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     match lines.next() {
         Some(first) if first.starts_with("Traceback (most recent call last)") => {
-            lines.last().unwrap_or(first)
+            lines.next_back().unwrap_or(first)
         }
         Some(first) => first,
         None => "",

@@ -362,7 +362,7 @@ mod tests {
             ..RULES
         };
         let mut h = StepHistory::default();
-        let mut fire = |h: &mut StepHistory, i: u32, failed: bool| {
+        let fire = |h: &mut StepHistory, i: u32, failed: bool| {
             let s = step(&format!("a{i}"), "r", failed);
             h.record(&rules, hash_of(&[&s.action]), Some(1), &s)
         };
