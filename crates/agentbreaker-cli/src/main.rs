@@ -1,5 +1,6 @@
 //! `agentbreaker`: put a circuit breaker in front of an agent CLI without writing code.
 
+mod eval;
 mod ralph;
 mod replay;
 mod report;
@@ -45,11 +46,48 @@ enum Cmd {
     Loop(LoopArgs),
     /// Print the effective configuration and any warnings about it.
     Config(ConfigArgs),
+    /// Measure detection on labelled agent trajectories: stuck runs halted, healthy runs halted.
+    Eval(EvalArgs),
+}
+
+#[derive(Debug, Args)]
+struct EvalArgs {
+    /// A directory of trajectories (`*.jsonl` or `*.jsonl.gz`, normalized schema).
+    #[arg(long, value_name = "DIR")]
+    trajectories: PathBuf,
+    /// The labels CSV (`id`, `label`, `onset_step` columns).
+    #[arg(long, value_name = "FILE")]
+    labels: PathBuf,
+    /// Start from a named profile: seed (the defaults) or coding-agent.
+    #[arg(long, value_name = "NAME", default_value = "coding-agent")]
+    profile: String,
+    /// A TOML configuration on top of the profile ([budget], [stagnation], [failure]).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Also evaluate the seed defaults and the eval README's two simple rule sets, in one run.
+    #[arg(long)]
+    compare: bool,
+    /// Vary the main thresholds and print the trade-off.
+    #[arg(long)]
+    sweep: bool,
+    /// Draw the sweep's trade-off curve to this SVG file (implies --sweep).
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// List every halted run (label, id, step, why).
+    #[arg(long)]
+    list: bool,
 }
 
 /// Limits that override the configuration file and the environment.
 #[derive(Debug, Args, Clone)]
 struct Limits {
+    /// Start from a named profile: seed (the seeds' defaults) or coding-agent (step detectors on,
+    /// budgets for a whole session; see docs/detection.md).
+    #[arg(long, value_name = "NAME", default_value = "seed")]
+    profile: String,
     /// A TOML configuration file (default: ./agentbreaker.toml when it exists).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -136,12 +174,23 @@ struct LoopArgs {
 
 #[derive(Debug, Args)]
 struct ConfigArgs {
+    /// Start from a named profile: seed or coding-agent.
+    #[arg(long, value_name = "NAME", default_value = "seed")]
+    profile: String,
     /// A TOML configuration file (default: ./agentbreaker.toml when it exists).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Print JSON instead of TOML.
     #[arg(long)]
     json: bool,
+}
+
+/// Prints to stdout; a closed stdout (`| head`) is not an error worth a panic.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
 }
 
 fn fail(code: i32, message: &str) -> i32 {
@@ -151,7 +200,8 @@ fn fail(code: i32, message: &str) -> i32 {
 
 /// Settings from the file and the environment, then the flags.
 fn settings(limits: &Limits) -> Result<Settings, String> {
-    let mut s = Settings::load(limits.config.as_deref(), std::env::vars())?;
+    let base = Settings::from_profile(&limits.profile)?;
+    let mut s = Settings::load_over(base, limits.config.as_deref(), std::env::vars())?;
     let b = &mut s.budget;
     if let Some(v) = limits.max_tool_calls {
         b.max_tool_calls_per_task = v;
@@ -282,12 +332,12 @@ fn cmd_replay(args: &ReplayArgs) -> i32 {
     match replay::replay(BufReader::new(file), args.limits.format, &s) {
         Ok(verdict) => {
             if args.json {
-                println!(
-                    "{}",
+                out(&format!(
+                    "{}\n",
                     serde_json::to_string_pretty(&verdict.to_json()).unwrap_or_default()
-                );
+                ));
             } else {
-                print!("{}", verdict.to_text(&args.file));
+                out(&verdict.to_text(&args.file));
             }
             0
         }
@@ -331,7 +381,11 @@ fn cmd_loop(args: &LoopArgs) -> i32 {
 }
 
 fn cmd_config(args: &ConfigArgs) -> i32 {
-    let s = match Settings::load(args.config.as_deref(), std::env::vars()) {
+    let base = match Settings::from_profile(&args.profile) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    let s = match Settings::load_over(base, args.config.as_deref(), std::env::vars()) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
@@ -341,21 +395,157 @@ fn cmd_config(args: &ConfigArgs) -> i32 {
             "source": s.source.as_ref().map(|p| p.display().to_string()),
             "warnings": s.warnings,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        ));
     } else {
         match &s.source {
-            Some(p) => println!(
-                "# effective configuration: defaults, {}, environment",
+            Some(p) => out(&format!(
+                "# effective configuration: profile {}, {}, environment\n",
+                s.profile,
                 p.display()
-            ),
-            None => {
-                println!("# effective configuration: defaults, environment (no agentbreaker.toml)")
-            }
+            )),
+            None => out(&format!(
+                "# effective configuration: profile {}, environment (no agentbreaker.toml)\n",
+                s.profile
+            )),
         }
-        print!("{}", s.to_toml());
+        out(&s.to_toml());
         for w in &s.warnings {
             eprintln!("agentbreaker: warning: {w}");
         }
+    }
+    0
+}
+
+fn cmd_eval(args: &EvalArgs) -> i32 {
+    let start = std::time::Instant::now();
+    let base = match settings::Settings::from_profile(&args.profile) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    // The process environment is not read: an evaluation depends only on its arguments.
+    let s = match Settings::load_over(
+        base,
+        args.config.as_deref(),
+        std::iter::empty::<(String, String)>(),
+    ) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    let runs = match eval::read_runs(&args.trajectories) {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_IO, &e),
+    };
+    let labels = match eval::read_labels(&args.labels) {
+        Ok(l) => l,
+        Err(e) => return fail(EXIT_IO, &e),
+    };
+    let figures = match eval::evaluate(&runs, &labels, &s) {
+        Ok(f) => f,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    let name = format!(
+        "profile {}{}",
+        args.profile,
+        if args.config.is_some() {
+            " + config"
+        } else {
+            ""
+        }
+    );
+    let mut rows = vec![(name, figures.clone())];
+    if args.compare {
+        let mut configs = vec![("seed defaults".to_string(), settings::Settings::defaults())];
+        configs.push((
+            "README: same error x5, 3 outputs, 20 steps".to_string(),
+            eval::reference("simple-rules"),
+        ));
+        configs.push((
+            "README: same error x5 alone".to_string(),
+            eval::reference("same-error-only"),
+        ));
+        for (n, c) in configs {
+            match eval::evaluate(&runs, &labels, &c) {
+                Ok(f) => rows.push((n, f)),
+                Err(e) => return fail(EXIT_CONFIG, &e),
+            }
+        }
+    }
+    let points = if args.sweep || args.plot.is_some() {
+        match eval::sweep(&runs, &labels, &s) {
+            Ok(p) => Some(p),
+            Err(e) => return fail(EXIT_CONFIG, &e),
+        }
+    } else {
+        None
+    };
+    if let (Some(path), Some(points)) = (&args.plot, &points) {
+        if let Err(e) = std::fs::write(path, eval::plot_svg(points)) {
+            return fail(EXIT_IO, &format!("cannot write {}: {e}", path.display()));
+        }
+    }
+    if args.json {
+        let mut doc = figures.to_json();
+        doc["runs"] = json!(runs.len());
+        doc["profile"] = json!(args.profile);
+        if args.compare {
+            doc["compare"] = json!(
+                rows.iter()
+                    .skip(1)
+                    .map(|(n, f)| json!({"name": n, "figures": f.to_json()}))
+                    .collect::<Vec<_>>()
+            );
+        }
+        if let Some(points) = &points {
+            doc["sweep"] = json!(points.iter().map(|p| json!({"set": p.label, "stuckHaltedPct": p.stuck, "healthyHaltedPct": p.healthy, "medianStepsAfterOnset": p.median})).collect::<Vec<_>>());
+        }
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&doc).unwrap_or_default()
+        ));
+    } else {
+        out(&format!(
+            "{} trajectories, {} labelled; halted = stopped before the run's last step\n",
+            runs.len(),
+            runs.len() as u64 - figures.to_json()["unlabelled"].as_u64().unwrap_or(0)
+        ));
+        out(&format!("{}\n", eval::header()));
+        for (n, f) in &rows {
+            out(&format!("{}\n", eval::row(n, f)));
+        }
+        if let Some(points) = &points {
+            out(&format!(
+                "\nsweep over {} (one threshold at a time):\n",
+                args.profile
+            ));
+            out(&format!(
+                "{:<34} {:>13} {:>15} {:>6}\n",
+                "setting", "stuck halted", "healthy halted", "median"
+            ));
+            for p in points {
+                out(&format!(
+                    "{:<34} {:>12.1}% {:>14.1}% {:>6}\n",
+                    p.label,
+                    p.stuck,
+                    p.healthy,
+                    p.median.map_or("-".to_string(), |m| format!("{m:.1}"))
+                ));
+            }
+        }
+        if args.list {
+            out(&format!("\nhalted runs ({}):\n", args.profile));
+            for (label, id, step, last, why) in &figures.halts {
+                out(&format!(
+                    "{label:<15} {id:<70} step {step:>3} of {last:<3} {why}\n"
+                ));
+            }
+        }
+        eprintln!(
+            "agentbreaker: evaluated in {:.2} s",
+            start.elapsed().as_secs_f64()
+        );
     }
     0
 }
@@ -374,6 +564,7 @@ fn main() -> ExitCode {
         Cmd::Replay(a) => cmd_replay(a),
         Cmd::Loop(a) => cmd_loop(a),
         Cmd::Config(a) => cmd_config(a),
+        Cmd::Eval(a) => cmd_eval(a),
     };
     ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
 }

@@ -5,13 +5,16 @@
 //! ```toml
 //! [budget]        # BudgetBreaker (SPEC 4): maxToolCallsPerTask, maxIdleSecs, prices, ...
 //! [stagnation]    # StagnationBreaker (SPEC 3): noProgressThreshold, sameErrorThreshold, ...
+//! [failure]       # FailureBreaker (SPEC 2), used by `eval`: failureThreshold, ...
 //! [loop]          # `agentbreaker loop`: maxIterations, strategy = { type = "auto" }
 //! [supervisor]    # `agentbreaker run`: graceSecs
 //! ```
 
 use std::path::{Path, PathBuf};
 
-use agentbreaker::{BudgetConfig, StagnationConfig, StrategyConfig, apply_env};
+use agentbreaker::{
+    BudgetConfig, FailureConfig, StagnationConfig, StrategyConfig, apply_env, profile,
+};
 use serde_json::{Map, Value, json};
 
 /// The file read from the working directory when no `--config` is given.
@@ -24,6 +27,10 @@ pub struct Settings {
     pub budget: BudgetConfig,
     /// The StagnationBreaker config.
     pub stagnation: StagnationConfig,
+    /// The FailureBreaker config (`eval`).
+    pub failure: FailureConfig,
+    /// The profile the settings started from (`seed` = the defaults), as `config` reports it.
+    pub profile: &'static str,
     /// `loop`: iteration cap.
     pub max_iterations: u32,
     /// `loop`: the exit strategy (validated), and its JSON for printing.
@@ -44,6 +51,8 @@ impl Settings {
         Settings {
             budget: BudgetConfig::default(),
             stagnation: StagnationConfig::default(),
+            failure: FailureConfig::default(),
+            profile: "seed",
             max_iterations: 50,
             strategy: StrategyConfig::default(),
             strategy_json: json!({"type": "auto"}),
@@ -53,14 +62,35 @@ impl Settings {
         }
     }
 
-    /// Defaults, then the file, then the environment.
-    pub fn load<I, K, V>(explicit: Option<&Path>, env: I) -> Result<Self, String>
+    /// A named profile's breaker settings over the defaults (`seed`, `coding-agent`).
+    pub fn from_profile(name: &str) -> Result<Self, String> {
+        let p = profile(name).ok_or_else(|| {
+            format!(
+                "unknown profile {name:?} ({})",
+                agentbreaker::PROFILE_NAMES.join(", ")
+            )
+        })?;
+        Ok(Settings {
+            budget: p.budget,
+            stagnation: p.stagnation,
+            failure: p.failure,
+            profile: p.name,
+            ..Settings::defaults()
+        })
+    }
+
+    /// `base` (a profile), then the file, then the environment.
+    pub fn load_over<I, K, V>(
+        base: Settings,
+        explicit: Option<&Path>,
+        env: I,
+    ) -> Result<Self, String>
     where
         I: IntoIterator<Item = (K, V)>,
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        let mut s = Settings::defaults();
+        let mut s = base;
         let (path, must_exist) = match explicit {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from(DEFAULT_FILE), false),
@@ -94,13 +124,22 @@ impl Settings {
         for (name, value) in &sections {
             match name.as_str() {
                 "budget" => {
-                    self.budget = BudgetConfig::from_json(value).map_err(|e| e.to_string())?;
+                    self.budget = BudgetConfig::from_json(&merged(&self.budget, value)?)
+                        .map_err(|e| e.to_string())?;
                 }
                 "stagnation" => {
                     self.stagnation =
-                        StagnationConfig::from_json(value).map_err(|e| e.to_string())?;
+                        StagnationConfig::from_json(&merged(&self.stagnation, value)?)
+                            .map_err(|e| e.to_string())?;
+                }
+                "failure" => {
+                    self.failure = FailureConfig::from_json(&merged(&self.failure, value)?)
+                        .map_err(|e| e.to_string())?;
                 }
                 "loop" => self.apply_loop(value)?,
+                "profile" => {
+                    return Err("a profile is chosen with --profile, not in the file".to_string());
+                }
                 "supervisor" => {
                     let table = section(value, "supervisor", &["graceSecs"])?;
                     if let Some(v) = table.get("graceSecs") {
@@ -111,7 +150,7 @@ impl Settings {
                 }
                 other => {
                     return Err(format!(
-                        "unknown section [{other}] (budget, stagnation, loop, supervisor)"
+                        "unknown section [{other}] (budget, stagnation, failure, loop, supervisor)"
                     ));
                 }
             }
@@ -144,17 +183,52 @@ impl Settings {
     /// The effective configuration as JSON (the shape of the TOML file).
     pub fn to_json(&self) -> Value {
         json!({
+            "profile": self.profile,
             "budget": self.budget,
             "stagnation": self.stagnation,
+            "failure": self.failure,
             "loop": {"maxIterations": self.max_iterations, "strategy": self.strategy_json},
             "supervisor": {"graceSecs": self.grace_secs},
         })
     }
 
     /// The effective configuration as a TOML file (it can be saved as `agentbreaker.toml`).
+    /// TOML has no null: unset optional keys are left out, which reads back as unset.
     pub fn to_toml(&self) -> String {
-        toml::to_string(&self.to_json()).unwrap_or_default()
+        let mut doc = self.to_json();
+        if let Value::Object(map) = &mut doc {
+            map.remove("profile");
+        }
+        strip_nulls(&mut doc);
+        match toml::to_string(&doc) {
+            Ok(text) => text,
+            Err(e) => format!("# cannot print the configuration as TOML: {e}\n"),
+        }
     }
+}
+
+fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
+/// The keys of a file section over the current settings (so a file on top of a profile only
+/// changes what it names).
+fn merged<T: serde::Serialize>(current: &T, section: &Value) -> Result<Value, String> {
+    let mut base = serde_json::to_value(current).map_err(|e| e.to_string())?;
+    let (Value::Object(base_map), Value::Object(given)) = (&mut base, section) else {
+        return Err("a section must be a table".into());
+    };
+    for (k, v) in given {
+        base_map.insert(k.clone(), v.clone());
+    }
+    Ok(base)
 }
 
 fn section<'a>(
@@ -182,7 +256,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agentbreaker.toml");
         std::fs::write(&path, text).unwrap();
-        Settings::load(Some(&path), env.iter().copied())
+        Settings::load_over(Settings::defaults(), Some(&path), env.iter().copied())
     }
 
     #[test]
@@ -220,7 +294,8 @@ mod tests {
         ] {
             assert!(load_text(bad, &[]).is_err(), "{bad}");
         }
-        let missing = Settings::load(
+        let missing = Settings::load_over(
+            Settings::defaults(),
             Some(Path::new("/nonexistent/agentbreaker.toml")),
             [("", "")],
         );
@@ -229,8 +304,26 @@ mod tests {
 
     #[test]
     fn printed_toml_reads_back() {
-        let s = Settings::defaults();
-        let again = load_text(&s.to_toml(), &[]).unwrap();
-        assert_eq!(again.to_json(), s.to_json());
+        for profile in agentbreaker::PROFILE_NAMES {
+            let s = Settings::from_profile(profile).unwrap();
+            let text = s.to_toml();
+            for section in [
+                "[budget]",
+                "[stagnation]",
+                "[failure]",
+                "[loop]",
+                "[supervisor]",
+            ] {
+                assert!(
+                    text.contains(section),
+                    "{profile}: {section} missing in\n{text}"
+                );
+            }
+            // Read back over the defaults, the file gives the same breakers as the profile.
+            let again = load_text(&text, &[]).unwrap();
+            assert_eq!(again.budget, s.budget, "{profile}");
+            assert_eq!(again.stagnation, s.stagnation, "{profile}");
+            assert_eq!(again.failure, s.failure, "{profile}");
+        }
     }
 }

@@ -1,6 +1,9 @@
 //! End-to-end tests of the `agentbreaker` binary with small fake agents (shell scripts that print
 //! stream lines with delays).
 
+// Helpers outside #[test] functions unwrap too: a failure there is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -507,4 +510,107 @@ fn config_layers_file_and_environment() {
     std::fs::write(dir.path().join("agentbreaker.toml"), "[budget]\nnope = 1\n").unwrap();
     let (out, _) = run(dir.path(), &["config"]);
     assert_eq!(out.status.code(), Some(78));
+}
+
+// ------------------------------------------------------------------------------------------------
+// eval
+
+fn write_gz(path: &Path, lines: &[Value]) {
+    use std::io::Write;
+    let file = std::fs::File::create(path).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+    for l in lines {
+        writeln!(gz, "{l}").unwrap();
+    }
+    gz.finish().unwrap();
+}
+
+fn trajectory(id: &str, steps: &[(&str, &str, bool)]) -> Vec<Value> {
+    let mut lines = vec![serde_json::json!({"step": 0, "kind": "meta", "id": id})];
+    for (i, (action, result, ok)) in steps.iter().enumerate() {
+        let n = i + 1;
+        lines.push(serde_json::json!({"step": n, "kind": "assistant", "text": ""}));
+        lines.push(
+            serde_json::json!({"step": n, "kind": "tool_call", "name": "bash", "args": action}),
+        );
+        lines.push(serde_json::json!({"step": n, "kind": "tool_result", "name": "bash", "ok": ok, "text": result}));
+    }
+    lines.push(serde_json::json!({"step": steps.len(), "kind": "end", "exit_status": "submitted"}));
+    lines
+}
+
+#[test]
+fn eval_counts_halts_before_the_last_step_per_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let trajectories = dir.path().join("t");
+    std::fs::create_dir(&trajectories).unwrap();
+    // Stuck: the same failing command from step 3 on, 8 times, then the run ends.
+    let mut stuck = vec![("ls", "a b", true), ("cat a", "text", true)];
+    stuck.extend(std::iter::repeat_n(
+        ("make", "make: *** No rule to make target", false),
+        8,
+    ));
+    write_gz(
+        &trajectories.join("src__stuck.jsonl.gz"),
+        &trajectory("src__stuck", &stuck),
+    );
+    // Healthy: different commands and results (numbers alone would normalize away).
+    let names = [
+        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+        "lambda", "mu",
+    ];
+    let healthy: Vec<(String, String, bool)> = names
+        .iter()
+        .map(|n| (format!("open {n}.py"), format!("contents of {n}"), true))
+        .collect();
+    let healthy: Vec<(&str, &str, bool)> = healthy
+        .iter()
+        .map(|(a, r, o)| (a.as_str(), r.as_str(), *o))
+        .collect();
+    std::fs::write(
+        trajectories.join("src__healthy.jsonl"),
+        trajectory("src__healthy", &healthy)
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let labels = dir.path().join("labels.csv");
+    std::fs::write(
+        &labels,
+        "id,label,reason,onset_step\nsrc__stuck,stuck,\"terminal loop, period 1\",3\nsrc__healthy,healthy,fine,\n",
+    )
+    .unwrap();
+    let t = trajectories.to_string_lossy().into_owned();
+    let l = labels.to_string_lossy().into_owned();
+    let (out, _) = run(
+        dir.path(),
+        &["eval", "--trajectories", &t, "--labels", &l, "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stuck"]["total"], 1);
+    assert_eq!(v["stuck"]["halted"], 1, "{v}");
+    // Repeat threshold 5: the 5th identical step is step 7, four steps after the onset.
+    assert_eq!(v["stuck"]["medianStepsAfterOnset"], 4.0);
+    assert_eq!(v["stepsSaved"], 3);
+    assert_eq!(v["healthy"]["total"], 1);
+    assert_eq!(v["healthy"]["halted"], 0);
+    assert_eq!(v["bySource"]["src"]["stuck"]["halted"], 1);
+    assert_eq!(v["haltedBy"]["stuck"]["repeat"], 1);
+
+    let plot = dir.path().join("curve.svg");
+    let p = plot.to_string_lossy().into_owned();
+    let (out, _) = run(
+        dir.path(),
+        &["eval", "--trajectories", &t, "--labels", &l, "--plot", &p],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("repeatThreshold=3"),
+        "{svg}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sweep over coding-agent"), "{text}");
 }

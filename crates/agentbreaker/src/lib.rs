@@ -37,6 +37,7 @@ pub mod failure;
 pub mod fingerprint;
 mod json;
 pub mod persist;
+pub mod profiles;
 pub mod stagnation;
 pub mod state;
 pub mod steps;
@@ -61,6 +62,7 @@ pub use failure::{
     Permission, SeedLogLevel, seed_log_line,
 };
 pub use fingerprint::{ErrorMatch, fingerprint};
+pub use profiles::{PROFILE_NAMES, Profile, profile};
 pub use stagnation::{
     IterationMetrics, StagnationBreaker, StagnationConfig, StagnationDecision, StagnationSnapshot,
     StagnationStatus,
