@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::str::FromStr;
 
 use agentbreaker::{
-    AgentEvent, BudgetBreaker, EventKind, IterationMetrics, StagnationBreaker, Usage,
+    AgentEvent, AgentStep, BudgetBreaker, EventKind, IterationMetrics, StagnationBreaker, Usage,
 };
 
 use crate::report::Stop;
@@ -65,6 +65,8 @@ pub enum Signal {
     Progress(u64),
     /// The agent's final answer (Claude's `result`, Codex's last `agent_message`).
     FinalText(String),
+    /// One completed tool call and its result, for the step detectors.
+    Step(AgentStep),
 }
 
 /// A set of ids with a bounded memory (oldest forgotten first).
@@ -99,8 +101,8 @@ pub struct StreamParser {
     usage_counted: RecentIds,
     /// Codex item ids whose tool call was counted.
     items_counted: RecentIds,
-    /// Claude tool_use id → tool name, to know which results were edits.
-    tool_names: HashMap<String, String>,
+    /// Claude tool_use id → (tool name, its call as text), to pair results with their calls.
+    tool_names: HashMap<String, (String, String)>,
     tool_order: VecDeque<String>,
     /// Lines read.
     pub lines: u64,
@@ -162,13 +164,14 @@ impl StreamParser {
         })
     }
 
-    fn remember_tool(&mut self, id: &str, name: &str) {
+    fn remember_tool(&mut self, id: &str, name: &str, call: String) {
         if self.tool_order.len() >= MAX_REMEMBERED_IDS
             && let Some(old) = self.tool_order.pop_front()
         {
             self.tool_names.remove(&old);
         }
-        self.tool_names.insert(id.to_string(), name.to_string());
+        self.tool_names
+            .insert(id.to_string(), (name.to_string(), call));
         self.tool_order.push_back(id.to_string());
     }
 
@@ -203,7 +206,9 @@ impl StreamParser {
                         Some("tool_use") => {
                             let name = block.get("name").and_then(Value::as_str).unwrap_or("tool");
                             if let Some(id) = block.get("id").and_then(Value::as_str) {
-                                self.remember_tool(id, name);
+                                let input =
+                                    block.get("input").map(Value::to_string).unwrap_or_default();
+                                self.remember_tool(id, name, format!("{name}: {input}"));
                             }
                             out.push(event(EventKind::ToolUse(name.to_string())));
                         }
@@ -243,16 +248,25 @@ impl StreamParser {
                         continue;
                     }
                     let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
-                    let name = block
+                    let call = block
                         .get("tool_use_id")
                         .and_then(Value::as_str)
-                        .and_then(|id| self.tool_names.get(id));
+                        .and_then(|id| self.tool_names.get(id))
+                        .cloned();
+                    let text = result_text(block.get("content"));
                     if is_error {
-                        out.push(Signal::Error(result_text(block.get("content"))));
-                    } else if name.is_some_and(|n| {
+                        out.push(Signal::Error(text.clone()));
+                    } else if call.as_ref().is_some_and(|(n, _)| {
                         matches!(n.as_str(), "Edit" | "Write" | "MultiEdit" | "NotebookEdit")
                     }) {
                         out.push(Signal::Progress(1));
+                    }
+                    if let Some((_, action)) = call {
+                        out.push(Signal::Step(AgentStep {
+                            action,
+                            result: text,
+                            failed: is_error,
+                        }));
                     }
                 }
                 if out.is_empty() {
@@ -316,6 +330,54 @@ impl StreamParser {
                 }
                 if kind == "item.completed" {
                     let status = item.get("status").and_then(Value::as_str).unwrap_or("");
+                    let step_failed = status == "failed"
+                        || item
+                            .get("exit_code")
+                            .and_then(Value::as_i64)
+                            .is_some_and(|c| c != 0);
+                    let step = match item_type {
+                        "command_execution" => Some((
+                            format!(
+                                "shell: {}",
+                                item.get("command").and_then(Value::as_str).unwrap_or("")
+                            ),
+                            item.get("aggregated_output")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string(),
+                        )),
+                        "file_change" => Some((
+                            format!(
+                                "apply_patch: {}",
+                                item.get("changes")
+                                    .map(Value::to_string)
+                                    .unwrap_or_default()
+                            ),
+                            status.to_string(),
+                        )),
+                        "mcp_tool_call" => Some((
+                            format!(
+                                "{}.{}: {}",
+                                item.get("server").and_then(Value::as_str).unwrap_or("mcp"),
+                                item.get("tool").and_then(Value::as_str).unwrap_or("tool"),
+                                item.get("arguments")
+                                    .map(Value::to_string)
+                                    .unwrap_or_default()
+                            ),
+                            item.get("result")
+                                .or_else(|| item.get("error"))
+                                .map(Value::to_string)
+                                .unwrap_or_default(),
+                        )),
+                        _ => None,
+                    };
+                    if let Some((action, result)) = step {
+                        out.push(Signal::Step(AgentStep {
+                            action,
+                            result,
+                            failed: step_failed,
+                        }));
+                    }
                     let failed = status == "failed"
                         || item
                             .get("exit_code")
@@ -454,6 +516,15 @@ impl Feed {
                     }
                 }
                 Signal::FinalText(text) => self.final_text = Some(text),
+                Signal::Step(step) => {
+                    if self.watch_errors {
+                        stagnation.record_step(&step);
+                        let decision = stagnation.check();
+                        if !decision.allow_continue {
+                            return Some(Stop::Stagnation(decision));
+                        }
+                    }
+                }
             }
         }
         None
@@ -585,6 +656,7 @@ mod tests {
                 Signal::Error(t) => format!("error:{t}"),
                 Signal::Progress(n) => format!("progress:{n}"),
                 Signal::FinalText(t) => format!("final:{t}"),
+                Signal::Step(s) => format!("step:{}|{}|{}", s.action, s.result, s.failed),
             })
             .collect()
     }
@@ -600,7 +672,10 @@ mod tests {
         );
         assert_eq!(kinds(&parse(&mut p, tool)), ["tool_use:Edit"]);
         let ok = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"done","is_error":false}]},"session_id":"s"}"#;
-        assert_eq!(kinds(&parse(&mut p, ok)), ["progress:1"]);
+        assert_eq!(
+            kinds(&parse(&mut p, ok)),
+            ["progress:1", "step:Edit: {}|done|false"]
+        );
         let err = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t9","content":[{"type":"text","text":"Path not found"}],"is_error":true}]},"session_id":"s"}"#;
         assert_eq!(kinds(&parse(&mut p, err)), ["error:Path not found"]);
         let result =
@@ -628,12 +703,19 @@ mod tests {
         assert_eq!(kinds(&parse(&mut p, started)), ["tool_use:shell"]);
         assert_eq!(
             kinds(&parse(&mut p, done)),
-            ["error:ls: cannot access 'x': No such file"]
+            [
+                "step:shell: ls|ls: cannot access 'x': No such file\n|true",
+                "error:ls: cannot access 'x': No such file"
+            ]
         );
         let patch = r#"{"type":"item.completed","item":{"id":"i2","type":"file_change","changes":[{"path":"a","kind":"update"},{"path":"b","kind":"add"}],"status":"completed"}}"#;
         assert_eq!(
             kinds(&parse(&mut p, patch)),
-            ["tool_use:apply_patch", "progress:2"]
+            [
+                "tool_use:apply_patch",
+                r#"step:apply_patch: [{"kind":"update","path":"a"},{"kind":"add","path":"b"}]|completed|false"#,
+                "progress:2"
+            ]
         );
         let msg = r#"{"type":"item.completed","item":{"id":"i3","type":"agent_message","text":"Fixed."}}"#;
         assert_eq!(

@@ -614,3 +614,52 @@ fn eval_counts_halts_before_the_last_step_per_label() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("sweep over coding-agent"), "{text}");
 }
+
+#[test]
+fn the_coding_agent_profile_stops_a_repeated_tool_step() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same Read of the same missing file, answered the same way, again and again.
+    let call = r#"{"type":"assistant","message":{"id":"mID","content":[{"type":"tool_use","id":"tID","name":"Read","input":{"file_path":"/src/main.py"}}]},"session_id":"s"}"#;
+    let result = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tID","content":"File does not exist.","is_error":false}]},"session_id":"s"}"#;
+    let script = format!(
+        "for i in 1 2 3 4 5 6 7 8; do echo '{call}' | sed \"s/ID/$i/g\"; echo '{result}' | sed \"s/ID/$i/g\"; done; sleep 5"
+    );
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "run",
+            "--profile",
+            "coding-agent",
+            "--grace-secs",
+            "1",
+            "--report",
+            "r.json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let r = report(&dir.path().join("r.json"));
+    assert_eq!(r["halt"]["slug"], "stagnation");
+    assert!(
+        r["halt"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Same step repeated 5 times: Read:"),
+        "{r}"
+    );
+    // The seed profile has no step detectors: the same agent runs to its end.
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "run",
+            "--",
+            "sh",
+            "-c",
+            &script.replace("sleep 5", "exit 0"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
