@@ -4,7 +4,10 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
 
 /// Points for a `STATUS: COMPLETE` line.
 pub const STATUS_COMPLETE_POINTS: i32 = 50;
@@ -51,7 +54,8 @@ const NEGATORS: [&str; 5] = ["not", "isn't", "aren't", "wasn't", "never"];
 const NEGATOR_PAIRS: [(&str, &str); 2] = [("no", "longer"), ("not", "yet")];
 
 /// Whether the text signals completion.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CompletionSignal {
     /// True when any completion rule fired (and no `EXIT_SIGNAL: false` vetoed it).
     pub detected: bool,
@@ -62,8 +66,8 @@ pub struct CompletionSignal {
 }
 
 /// The result of [`analyze`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Analysis {
     /// The completion signal.
     pub completion_signal: CompletionSignal,
@@ -75,6 +79,19 @@ pub struct Analysis {
     pub tests_passing: Option<u64>,
     /// The number of the last `N failed`.
     pub tests_failing: Option<u64>,
+}
+
+impl Analysis {
+    /// Reads an analysis (the shape [`analyze`] returns), for callers that analyze elsewhere or
+    /// replay recorded analyses into a strategy; a wrong shape is `INVALID_ARGUMENT`.
+    pub fn from_json(value: &Value) -> Result<Self> {
+        let a = Analysis::deserialize(value)
+            .map_err(|e| Error::argument(format!("not an analysis: {e}")))?;
+        if a.completion_signal.confidence > 100 || a.confidence > 100 {
+            return Err(Error::argument("an analysis's confidence is 0..100"));
+        }
+        Ok(a)
+    }
 }
 
 fn re(pattern: &str) -> Regex {
@@ -442,6 +459,24 @@ mod tests {
             20
         );
         assert_eq!(analyze("work in progress").confidence, 0);
+    }
+
+    #[test]
+    fn analyses_round_trip_through_json() {
+        let a = analyze("All tasks complete. 3 passed");
+        let back = Analysis::from_json(&serde_json::to_value(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
+        for bad in [
+            serde_json::json!({"confidence": 5}),
+            serde_json::json!(3),
+            serde_json::json!({"completionSignal": {"detected": true, "confidence": 101, "phrases": []},
+                "confidence": 101, "exitSignal": null, "testsPassing": null, "testsFailing": null}),
+        ] {
+            assert_eq!(
+                Analysis::from_json(&bad).unwrap_err().code(),
+                "INVALID_ARGUMENT"
+            );
+        }
     }
 
     #[test]
