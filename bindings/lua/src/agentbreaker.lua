@@ -1,0 +1,273 @@
+-- The Lua face of agentbreaker: classes and functions over the raw functions of the Rust module.
+--
+-- Loaded once per `require("agentbreaker")` by luaopen_agentbreaker with the table of raw
+-- functions. Every raw function returns `true, results...` or `false, "CODE: message"`; `check`
+-- turns the second form into a Lua error whose value is that string (raised with level 0, so the
+-- string begins with the code). No breaker behaviour lives here: the core decides everything.
+-- Runs unchanged on Lua 5.1, LuaJIT and Lua 5.4 (no 5.2+ syntax, no integer division).
+
+local raw = ...
+
+local error, pcall, select, tostring, type = error, pcall, select, tostring, type
+local unpack = table.unpack or unpack
+
+local function check(ok, ...)
+  if ok then
+    return ...
+  end
+  error((...), 0)
+end
+
+-- A method forwarding to a raw function: self and every argument as given.
+local function method(name)
+  local f = raw[name]
+  if type(f) ~= "function" then
+    error("agentbreaker: no raw function " .. name, 0) -- a build mistake, caught at require
+  end
+  return function(self, ...)
+    return check(f(self, ...))
+  end
+end
+
+local function readOnly(class)
+  return function(_, key)
+    error(("INVALID_ARGUMENT: %s objects are read-only (cannot set %s); "
+      .. "configure them through %s.new({...})"):format(class, tostring(key), class), 0)
+  end
+end
+
+-- Adds the listener methods every event source has.
+local function listenerMethods(class, prefix)
+  class.addListener = method(prefix .. "_add_listener")
+  class.removeListener = method(prefix .. "_remove_listener")
+  class.listenerErrors = method(prefix .. "_listener_errors")
+end
+
+local M = {
+  VERSION = raw.version,
+  null = raw.null,
+}
+
+-- Metatable fields of each class's objects, handed back to the Rust side.
+local metas = {}
+
+---------------------------------------------------------------------------------------------
+-- Clocks (SPEC 1)
+
+local Clock = {}
+Clock.now = method("clock_now")
+Clock.set = method("clock_set")
+Clock.advance = method("clock_advance")
+metas.Clock = { __index = Clock, __newindex = readOnly("ManualClock"), __tostring = method("clock_tostring") }
+
+M.ManualClock = {
+  new = function(startMs)
+    return check(raw.manual_clock_new(startMs))
+  end,
+}
+M.SystemClock = {
+  new = function()
+    return check(raw.system_clock_new())
+  end,
+}
+
+---------------------------------------------------------------------------------------------
+-- CircuitBreaker: the FailureBreaker (SPEC 2) under seed 004's name and fields
+
+local CircuitBreaker = {}
+M.CircuitBreaker = CircuitBreaker
+
+function CircuitBreaker.new(config)
+  return check(raw.failure_new(config))
+end
+
+CircuitBreaker.recordSuccess = method("failure_record_success")
+CircuitBreaker.recordFailure = method("failure_record_failure")
+CircuitBreaker.shouldAllowOperation = method("failure_should_allow_operation")
+CircuitBreaker.getStatus = method("failure_get_status")
+CircuitBreaker.metrics = method("failure_metrics")
+CircuitBreaker.reset = method("failure_reset")
+CircuitBreaker.snapshot = method("failure_snapshot")
+CircuitBreaker.restore = method("failure_restore")
+CircuitBreaker.save = method("failure_save")
+CircuitBreaker.load = method("failure_load")
+listenerMethods(CircuitBreaker, "failure")
+
+local function errorText(err)
+  local ok, text = pcall(tostring, err)
+  if ok and type(text) == "string" then
+    return text
+  end
+  return "(an error value without a text form)"
+end
+
+local function pack(...)
+  return { n = select("#", ...), ... }
+end
+
+-- Guarded call (SPEC 2): refused with a CIRCUIT_OPEN error without running fn; otherwise fn runs
+-- under pcall, its outcome is recorded (a failure with the error's text), and its results are
+-- returned or its error is raised again unchanged.
+function CircuitBreaker.call(self, fn, ...)
+  check(raw.failure_acquire(self, fn))
+  local results = pack(pcall(fn, ...))
+  if results[1] then
+    check(raw.failure_record_success(self))
+    return unpack(results, 2, results.n)
+  end
+  check(raw.failure_record_failure(self, errorText(results[2])))
+  error(results[2], 0)
+end
+
+-- The protected form: `true, results...` or `false, err` (fn's error, or "CIRCUIT_OPEN: ..." when
+-- refused). Exactly pcall(cb.call, cb, fn, ...).
+function CircuitBreaker.pcall(self, fn, ...)
+  return pcall(CircuitBreaker.call, self, fn, ...)
+end
+
+-- The seed's readable fields, read live from the breaker.
+local SEED_FIELDS = {
+  state = "reset() or restore()",
+  consecutiveFailures = "reset() or restore()",
+  threshold = "CircuitBreaker.new({failureThreshold = n})",
+  cooldownSeconds = "CircuitBreaker.new({cooldownMs = ms})",
+  openedAt = "reset() or restore()",
+  failureHistory = "reset() or restore()",
+}
+
+metas.CircuitBreaker = {
+  __index = function(self, key)
+    local m = CircuitBreaker[key]
+    if m ~= nil then
+      return m
+    end
+    if SEED_FIELDS[key] then
+      return check(raw.failure_field(self, key))
+    end
+    return nil
+  end,
+  __newindex = function(_, key)
+    local how = SEED_FIELDS[key]
+    if how then
+      error(("INVALID_ARGUMENT: CircuitBreaker.%s is read-only; use %s"):format(key, how), 0)
+    end
+    error(("INVALID_ARGUMENT: CircuitBreaker objects are read-only (cannot set %s); "
+      .. "add methods to the CircuitBreaker class table instead"):format(tostring(key)), 0)
+  end,
+  __tostring = method("failure_tostring"),
+}
+
+-- How a CircuitBreaker that is not quiet reports the seed's lines: `print` for the opening and the
+-- other transitions, `warn` for the warning where the host has `warn` (Lua 5.4; shown only after
+-- warn("@on") or with `lua -W`), else `print` (LuaJIT, Lua 5.1). Globals are read at each call, so
+-- replacing _G.print or _G.warn redirects the lines.
+local globals = _G
+local function seedLog(level, line)
+  local warnFn = globals.warn
+  if level == "warn" and type(warnFn) == "function" then
+    warnFn(line)
+  else
+    globals.print(line)
+  end
+end
+
+---------------------------------------------------------------------------------------------
+-- StagnationBreaker (SPEC 3)
+
+local StagnationBreaker = {}
+M.StagnationBreaker = StagnationBreaker
+function StagnationBreaker.new(config)
+  return check(raw.stagnation_new(config))
+end
+StagnationBreaker.recordProgress = method("stagnation_record_progress")
+StagnationBreaker.recordError = method("stagnation_record_error")
+StagnationBreaker.check = method("stagnation_check")
+StagnationBreaker.getStatus = method("stagnation_get_status")
+StagnationBreaker.reset = method("stagnation_reset")
+StagnationBreaker.snapshot = method("stagnation_snapshot")
+StagnationBreaker.restore = method("stagnation_restore")
+listenerMethods(StagnationBreaker, "stagnation")
+metas.StagnationBreaker = {
+  __index = StagnationBreaker,
+  __newindex = readOnly("StagnationBreaker"),
+  __tostring = method("stagnation_tostring"),
+}
+
+---------------------------------------------------------------------------------------------
+-- BudgetBreaker (SPEC 4)
+
+local BudgetBreaker = {}
+M.BudgetBreaker = BudgetBreaker
+function BudgetBreaker.new(config)
+  return check(raw.budget_new(config))
+end
+BudgetBreaker.ingest = method("budget_ingest")
+BudgetBreaker.tick = method("budget_tick")
+BudgetBreaker.snapshot = method("budget_snapshot")
+BudgetBreaker.reset = method("budget_reset")
+listenerMethods(BudgetBreaker, "budget")
+metas.BudgetBreaker = {
+  __index = BudgetBreaker,
+  __newindex = readOnly("BudgetBreaker"),
+  __tostring = method("budget_tostring"),
+}
+
+---------------------------------------------------------------------------------------------
+-- Analyzer, exit strategies and fix plans (SPEC 5)
+
+function M.analyze(text)
+  return check(raw.analyze(text))
+end
+
+function M.fingerprint(text, mode)
+  return check(raw.fingerprint(text, mode))
+end
+
+local ExitStrategy = {}
+M.ExitStrategy = ExitStrategy
+function ExitStrategy.new(config)
+  return check(raw.strategy_new(config))
+end
+ExitStrategy.shouldExit = method("strategy_should_exit")
+ExitStrategy.getStatus = method("strategy_get_status")
+ExitStrategy.reset = method("strategy_reset")
+listenerMethods(ExitStrategy, "strategy")
+metas.ExitStrategy = {
+  __index = ExitStrategy,
+  __newindex = readOnly("ExitStrategy"),
+  __tostring = method("strategy_tostring"),
+}
+
+-- A fix plan is an ExitStrategy of type fix_plan, built from `{steps = {...}}` or `{markdown = ...}`.
+M.FixPlan = {
+  new = function(config)
+    return check(raw.fix_plan_new(config))
+  end,
+  fromMarkdown = function(text, options)
+    return check(raw.fix_plan_from_markdown(text, options))
+  end,
+}
+
+---------------------------------------------------------------------------------------------
+-- Loop (SPEC 5) and configuration from the environment (SPEC 7)
+
+local Loop = {}
+M.Loop = Loop
+function Loop.new(config)
+  return check(raw.loop_new(config))
+end
+Loop.observe = method("loop_observe")
+Loop.getStatus = method("loop_get_status")
+Loop.reset = method("loop_reset")
+listenerMethods(Loop, "loop")
+metas.Loop = {
+  __index = Loop,
+  __newindex = readOnly("Loop"),
+  __tostring = method("loop_tostring"),
+}
+
+function M.configFromEnv(env)
+  return check(raw.config_from_env(env))
+end
+
+return M, metas, seedLog
