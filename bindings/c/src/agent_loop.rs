@@ -1,0 +1,195 @@
+//! `ab_loop`: the loop coordinator (SPEC 5).
+
+use std::ffi::{c_char, c_void};
+
+use agentbreaker_core::{Error, Loop, LoopConfig, Observation};
+
+use crate::clock::ab_manual_clock;
+use crate::ffi::{self, Out, boundary};
+use crate::listener::{ListenerTable, ab_listener_fn};
+use crate::status::ab_status;
+
+/// A Loop (SPEC 5): analyzes each response, applies an exit strategy, watches for stagnation and
+/// budget halts, and says continue or exit. Safe to share between threads. Create with
+/// `ab_loop_new`, release with `ab_loop_free`.
+#[derive(Debug)]
+pub struct ab_loop {
+    agent_loop: Loop,
+    listeners: ListenerTable,
+}
+
+/// Creates a Loop from a JSON config (`{"maxIterations": 50, "strategy": {"type": "auto"},
+/// "stagnation": {...}, "budget": {...}}`; NULL = defaults, no budget) reading time from `clock`
+/// (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a bad config.
+///
+/// # Safety
+///
+/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
+/// `out_loop` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_loop_new(
+    config_json: *const c_char,
+    clock: *const ab_manual_clock,
+    out_loop: *mut *mut ab_loop,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (config, clock, out) = unsafe {
+            (
+                ffi::config(config_json)?,
+                ffi::clock_arg(clock),
+                Out::new(out_loop, "out_loop")?,
+            )
+        };
+        let agent_loop = Loop::with_clock(LoopConfig::from_json(&config)?, clock)?;
+        out.write(ffi::into_handle(ab_loop {
+            agent_loop,
+            listeners: ListenerTable::default(),
+        }));
+        Ok(())
+    })
+}
+
+/// Releases a Loop. NULL is a no-op; freeing twice is undefined behaviour.
+///
+/// # Safety
+///
+/// `agent_loop` is NULL or a loop from `ab_loop_new` that has not been freed and that no other
+/// thread is using.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_loop_free(agent_loop: *mut ab_loop) {
+    // SAFETY: NULL or an unfreed handle (this function's contract).
+    unsafe { ffi::free_handle(agent_loop) }
+}
+
+/// Observes one iteration given as JSON: `{"output": "...", "filesChanged"?: 0, "testsPassing"?: 0,
+/// "error"?: "...", "events"?: [budget events]}`. Writes the decision to `*out_json`:
+/// `{"action": "continue"|"exit", "reason", "outcome": "success"|"failure"|null, "iteration",
+/// "analysis", "breaker", "halt"}`. Wrong types are `AB_ERR_INVALID_ARGUMENT`, a malformed event
+/// `AB_ERR_INVALID_EVENT` (nothing is recorded); observing after an exit is
+/// `AB_ERR_INVALID_ARGUMENT` until `ab_loop_reset`.
+///
+/// # Safety
+///
+/// `agent_loop` is NULL or a live loop; `observation_json` is NULL or a NUL-terminated string;
+/// `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_loop_observe(
+    agent_loop: *const ab_loop,
+    observation_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (l, observation, out) = unsafe {
+            (
+                ffi::handle(agent_loop, "agent_loop")?,
+                ffi::json(
+                    observation_json,
+                    "observation_json",
+                    false,
+                    Error::InvalidArgument,
+                )?,
+                Out::new(out_json, "out_json")?,
+            )
+        };
+        let decision = l
+            .agent_loop
+            .observe(&Observation::from_json(&observation)?)?;
+        out.write(ffi::json_string(&decision)?);
+        Ok(())
+    })
+}
+
+/// Writes where the loop stands as JSON to `*out_json`: `{"iteration", "exited", "reason",
+/// "outcome", "breaker" (the stagnation breaker's status), "budget" (the budget breaker's
+/// snapshot or null)}`.
+///
+/// # Safety
+///
+/// `agent_loop` is NULL or a live loop; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_loop_get_status(
+    agent_loop: *const ab_loop,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (l, out) = unsafe {
+            (
+                ffi::handle(agent_loop, "agent_loop")?,
+                Out::new(out_json, "out_json")?,
+            )
+        };
+        out.write(ffi::json_string(&l.agent_loop.status())?);
+        Ok(())
+    })
+}
+
+/// Starts over: iteration 0, the strategy and both breakers reset.
+///
+/// # Safety
+///
+/// `agent_loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_loop_reset(agent_loop: *const ab_loop) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or a live handle (this function's contract).
+        let l = unsafe { ffi::handle(agent_loop, "agent_loop") }?;
+        l.agent_loop.reset();
+        Ok(())
+    })
+}
+
+/// Adds a listener for every component's events (the stagnation breaker's `stateChange`, the fix
+/// plan's `warning`, the budget breaker's `halt`); writes its id (>= 1) to `*out_id`.
+///
+/// # Safety
+///
+/// As for `ab_failure_breaker_add_listener`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_loop_add_listener(
+    agent_loop: *const ab_loop,
+    listener: ab_listener_fn,
+    user_data: *mut c_void,
+    out_id: *mut u64,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (l, out) = unsafe {
+            (
+                ffi::handle(agent_loop, "agent_loop")?,
+                Out::new(out_id, "out_id")?,
+            )
+        };
+        let id = l
+            .listeners
+            .add(listener, user_data, |f| l.agent_loop.add_listener(f))?;
+        out.write(id);
+        Ok(())
+    })
+}
+
+/// Removes the listener `id`; writes whether there was one to `*out_removed`.
+///
+/// # Safety
+///
+/// `agent_loop` is NULL or a live loop; `out_removed` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_loop_remove_listener(
+    agent_loop: *const ab_loop,
+    id: u64,
+    out_removed: *mut bool,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (l, out) = unsafe {
+            (
+                ffi::handle(agent_loop, "agent_loop")?,
+                Out::new(out_removed, "out_removed")?,
+            )
+        };
+        out.write(l.listeners.remove(id, |f| l.agent_loop.remove_listener(f)));
+        Ok(())
+    })
+}

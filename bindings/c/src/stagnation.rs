@@ -1,0 +1,328 @@
+//! `ab_stagnation_breaker`: no progress, repeated errors, declining output (SPEC 3, seeds 000/001).
+
+use std::ffi::{c_char, c_void};
+
+use agentbreaker_core::{AgentStep, Error, IterationMetrics, StagnationBreaker, StagnationConfig};
+
+use crate::clock::ab_manual_clock;
+use crate::ffi::{self, Out, boundary};
+use crate::listener::{ListenerTable, ab_listener_fn};
+use crate::status::{ab_state, ab_status};
+
+/// A StagnationBreaker (SPEC 3): watches a loop's iterations for no progress, the same error
+/// repeated and declining output, and (when configured) an agent's steps for repeated actions,
+/// cycles and fail streaks. Safe to share between threads. Create with
+/// `ab_stagnation_breaker_new`, release with `ab_stagnation_breaker_free`.
+#[derive(Debug)]
+pub struct ab_stagnation_breaker {
+    breaker: StagnationBreaker,
+    listeners: ListenerTable,
+}
+
+/// Creates a StagnationBreaker from a JSON config (`{"noProgressThreshold": 3,
+/// "sameErrorThreshold": 5, "outputDeclineThreshold": 70, "errorMatch": "normalized"}`; NULL =
+/// defaults) reading time from `clock` (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a
+/// bad config.
+///
+/// # Safety
+///
+/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
+/// `out_breaker` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_new(
+    config_json: *const c_char,
+    clock: *const ab_manual_clock,
+    out_breaker: *mut *mut ab_stagnation_breaker,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (config, clock, out) = unsafe {
+            (
+                ffi::config(config_json)?,
+                ffi::clock_arg(clock),
+                Out::new(out_breaker, "out_breaker")?,
+            )
+        };
+        let breaker = StagnationBreaker::with_clock(StagnationConfig::from_json(&config)?, clock)?;
+        out.write(ffi::into_handle(ab_stagnation_breaker {
+            breaker,
+            listeners: ListenerTable::default(),
+        }));
+        Ok(())
+    })
+}
+
+/// Releases a StagnationBreaker. NULL is a no-op; freeing twice is undefined behaviour.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a breaker from `ab_stagnation_breaker_new` that has not been freed and
+/// that no other thread is using.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_free(breaker: *mut ab_stagnation_breaker) {
+    // SAFETY: NULL or an unfreed handle (this function's contract).
+    unsafe { ffi::free_handle(breaker) }
+}
+
+/// Records one iteration given as JSON: `{"filesChanged": 2, "testsPassing": 10,
+/// "outputLength": 900}` (missing keys are 0). Anything but whole numbers >= 0, or another key,
+/// is `AB_ERR_INVALID_ARGUMENT` and records nothing.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `metrics_json` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_record_progress(
+    breaker: *const ab_stagnation_breaker,
+    metrics_json: *const c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, metrics) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                ffi::json(metrics_json, "metrics_json", false, Error::InvalidArgument)?,
+            )
+        };
+        b.breaker
+            .record_progress(IterationMetrics::from_json(&metrics)?);
+        Ok(())
+    })
+}
+
+/// Records an error (UTF-8 text). A `transient` error (rate limit, 5xx, timeout) never counts.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `error` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_record_error(
+    breaker: *const ab_stagnation_breaker,
+    error: *const c_char,
+    transient: bool,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, error) = unsafe { (ffi::handle(breaker, "breaker")?, ffi::text(error, "error")?) };
+        b.breaker.record_error(error, transient);
+        Ok(())
+    })
+}
+
+/// Records one agent step given as JSON for the step detectors (`repeatThreshold`,
+/// `cycleRepeats`, `failStreakThreshold`, `failWindow`; all off unless configured):
+/// `{"action": "bash: pytest -q", "result"?: "3 failed", "failed"?: true}`. Wrong types or another
+/// key are `AB_ERR_INVALID_ARGUMENT` and record nothing.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `step_json` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_record_step(
+    breaker: *const ab_stagnation_breaker,
+    step_json: *const c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, step) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                ffi::json(step_json, "step_json", false, Error::InvalidArgument)?,
+            )
+        };
+        b.breaker.record_step(&AgentStep::from_json(&step)?);
+        Ok(())
+    })
+}
+
+/// Writes `{"allowContinue": bool, "state", "reason": string|null}` to `*out_json`;
+/// `allowContinue` is false only in OPEN.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_check(
+    breaker: *const ab_stagnation_breaker,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, out) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                Out::new(out_json, "out_json")?,
+            )
+        };
+        out.write(ffi::json_string(&b.breaker.check())?);
+        Ok(())
+    })
+}
+
+/// Writes the current state to `*out_state`.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `out_state` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_state(
+    breaker: *const ab_stagnation_breaker,
+    out_state: *mut ab_state,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, out) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                Out::new(out_state, "out_state")?,
+            )
+        };
+        out.write(b.breaker.state().into());
+        Ok(())
+    })
+}
+
+/// Writes the status as JSON to `*out_json`: `{"state", "consecutiveNoProgress", "errorCounts",
+/// "outputTrend", "lastProgress"}`.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_get_status(
+    breaker: *const ab_stagnation_breaker,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, out) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                Out::new(out_json, "out_json")?,
+            )
+        };
+        out.write(ffi::json_string(&b.breaker.status())?);
+        Ok(())
+    })
+}
+
+/// Back to CLOSED with every counter cleared.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_reset(
+    breaker: *const ab_stagnation_breaker,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or a live handle (this function's contract).
+        let b = unsafe { ffi::handle(breaker, "breaker") }?;
+        b.breaker.reset();
+        Ok(())
+    })
+}
+
+/// Writes the snapshot as JSON to `*out_json` (`{"version": 1, "kind": "stagnation", ...}`).
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_snapshot(
+    breaker: *const ab_stagnation_breaker,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, out) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                Out::new(out_json, "out_json")?,
+            )
+        };
+        out.write(ffi::json_string(&b.breaker.snapshot())?);
+        Ok(())
+    })
+}
+
+/// Restores a snapshot given as JSON (OPEN stays OPEN; HALF_OPEN comes back CLOSED).
+/// `AB_ERR_INVALID_SNAPSHOT` changes nothing.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `snapshot_json` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_restore(
+    breaker: *const ab_stagnation_breaker,
+    snapshot_json: *const c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, snapshot) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                ffi::json(
+                    snapshot_json,
+                    "snapshot_json",
+                    false,
+                    Error::InvalidSnapshot,
+                )?,
+            )
+        };
+        b.breaker.restore_json(&snapshot)?;
+        Ok(())
+    })
+}
+
+/// Adds a listener for `stateChange` events; writes its id (>= 1) to `*out_id`.
+///
+/// # Safety
+///
+/// As for `ab_failure_breaker_add_listener`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_add_listener(
+    breaker: *const ab_stagnation_breaker,
+    listener: ab_listener_fn,
+    user_data: *mut c_void,
+    out_id: *mut u64,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, out) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                Out::new(out_id, "out_id")?,
+            )
+        };
+        let id = b
+            .listeners
+            .add(listener, user_data, |l| b.breaker.add_listener(l))?;
+        out.write(id);
+        Ok(())
+    })
+}
+
+/// Removes the listener `id`; writes whether there was one to `*out_removed`.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_stagnation_breaker_remove_listener(
+    breaker: *const ab_stagnation_breaker,
+    id: u64,
+    out_removed: *mut bool,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (b, out) = unsafe {
+            (
+                ffi::handle(breaker, "breaker")?,
+                Out::new(out_removed, "out_removed")?,
+            )
+        };
+        out.write(b.listeners.remove(id, |l| b.breaker.remove_listener(l)));
+        Ok(())
+    })
+}

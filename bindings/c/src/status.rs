@@ -1,0 +1,172 @@
+//! Status codes, states, the last-error message, strings and the library version.
+
+use std::ffi::c_char;
+
+use agentbreaker_core::{Error, State};
+
+use crate::ffi;
+
+/// The result of every fallible function.
+///
+/// `AB_OK` is 0. The error values are the core's stable error numbers (they never change; retired
+/// values are never reused). `AB_ERR_NULL_ARG` is the C API's own: a required pointer was NULL.
+/// `ab_last_error_message()` describes the failure; `ab_status_code()` gives the stable code
+/// string (`"INVALID_CONFIG"`, ...).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ab_status {
+    /// Success; out-parameters have been written.
+    AB_OK = 0,
+    /// `INVALID_CONFIG`: a config is not valid JSON, has an unknown key, a wrong type or a value
+    /// out of range.
+    AB_ERR_INVALID_CONFIG = 1,
+    /// `INVALID_ARGUMENT`: an argument has the wrong type or value (including a string that is not
+    /// UTF-8), or the operation is not allowed now.
+    AB_ERR_INVALID_ARGUMENT = 2,
+    /// `INVALID_EVENT`: a BudgetBreaker event is malformed.
+    AB_ERR_INVALID_EVENT = 3,
+    /// `INVALID_SNAPSHOT`: a snapshot or a state file is malformed, of another kind or version.
+    AB_ERR_INVALID_SNAPSHOT = 4,
+    /// `IO`: reading or writing a state file failed.
+    AB_ERR_IO = 5,
+    /// `INTERNAL`: a bug; a panic was caught at the boundary. The handle stays usable.
+    AB_ERR_INTERNAL = 6,
+    /// `CIRCUIT_OPEN`: a guarded call was refused; the message is the refusal message.
+    AB_ERR_CIRCUIT_OPEN = 7,
+    /// `NULL_ARG`: a required pointer argument was NULL.
+    AB_ERR_NULL_ARG = 100,
+}
+
+impl ab_status {
+    /// The status of a core error, by its stable number.
+    pub(crate) fn of(error: &Error) -> ab_status {
+        match error.number() {
+            1 => ab_status::AB_ERR_INVALID_CONFIG,
+            2 => ab_status::AB_ERR_INVALID_ARGUMENT,
+            3 => ab_status::AB_ERR_INVALID_EVENT,
+            4 => ab_status::AB_ERR_INVALID_SNAPSHOT,
+            5 => ab_status::AB_ERR_IO,
+            7 => ab_status::AB_ERR_CIRCUIT_OPEN,
+            _ => ab_status::AB_ERR_INTERNAL,
+        }
+    }
+}
+
+/// A circuit state, for the `_state` functions (JSON results spell it `"CLOSED"`, `"HALF_OPEN"`,
+/// `"OPEN"`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ab_state {
+    /// Normal operation.
+    AB_STATE_CLOSED = 0,
+    /// Testing whether to close again (FailureBreaker) or watching one more iteration
+    /// (StagnationBreaker).
+    AB_STATE_HALF_OPEN = 1,
+    /// Refusing operations / the loop must stop.
+    AB_STATE_OPEN = 2,
+}
+
+impl From<State> for ab_state {
+    fn from(state: State) -> Self {
+        match state {
+            State::Closed => ab_state::AB_STATE_CLOSED,
+            State::HalfOpen => ab_state::AB_STATE_HALF_OPEN,
+            State::Open => ab_state::AB_STATE_OPEN,
+        }
+    }
+}
+
+/// The stable code string of a status value: `"OK"`, `"INVALID_CONFIG"`, `"INVALID_ARGUMENT"`,
+/// `"INVALID_EVENT"`, `"INVALID_SNAPSHOT"`, `"IO"`, `"INTERNAL"`, `"CIRCUIT_OPEN"`, `"NULL_ARG"`,
+/// or `"UNKNOWN"` for any other number. The string is static: do not free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn ab_status_code(status: i32) -> *const c_char {
+    let code: &'static [u8] = match status {
+        0 => b"OK\0",
+        1 => b"INVALID_CONFIG\0",
+        2 => b"INVALID_ARGUMENT\0",
+        3 => b"INVALID_EVENT\0",
+        4 => b"INVALID_SNAPSHOT\0",
+        5 => b"IO\0",
+        6 => b"INTERNAL\0",
+        7 => b"CIRCUIT_OPEN\0",
+        100 => b"NULL_ARG\0",
+        _ => b"UNKNOWN\0",
+    };
+    code.as_ptr().cast()
+}
+
+/// The message of the last call on this thread that returned a status other than `AB_OK`, as
+/// `"CODE: text"` (`"INVALID_CONFIG: FailureBreaker config: unknown field ..."`); `""` when the
+/// last status-returning call on this thread succeeded. Never NULL.
+///
+/// The string belongs to the library: do not free it. It stays valid until the next
+/// status-returning `ab_` call on the same thread; copy it to keep it.
+#[unsafe(no_mangle)]
+pub extern "C" fn ab_last_error_message() -> *const c_char {
+    ffi::last_error_message()
+}
+
+/// Releases a string this library returned through a `char **` out-parameter (`out_json`,
+/// `out_halt_json`, `out_warnings_json`). NULL is a no-op.
+///
+/// # Safety
+///
+/// `s` is NULL or a string this library returned that has not been freed yet. Freeing it twice,
+/// or freeing a string from elsewhere, is undefined behaviour.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_string_free(s: *mut c_char) {
+    // SAFETY: the caller passes NULL or an unfreed string from `CString::into_raw` (this
+    // function's contract).
+    unsafe { ffi::free_string(s) }
+}
+
+/// The library version (`"0.1.0"`). The string is static: do not free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn ab_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentbreaker_core::ERROR_CODES;
+    use std::ffi::CStr;
+
+    fn code(status: i32) -> &'static str {
+        // SAFETY: ab_status_code returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(ab_status_code(status)) }
+            .to_str()
+            .unwrap()
+    }
+
+    #[test]
+    fn statuses_are_the_core_numbers_and_codes() {
+        let errors = [
+            Error::InvalidConfig(String::new()),
+            Error::InvalidArgument(String::new()),
+            Error::InvalidEvent(String::new()),
+            Error::InvalidSnapshot(String::new()),
+            Error::Io(String::new()),
+            Error::Internal(String::new()),
+            Error::CircuitOpen(String::new()),
+        ];
+        for (i, e) in errors.iter().enumerate() {
+            let status = ab_status::of(e);
+            assert_eq!(status as i32, e.number());
+            assert_eq!(code(status as i32), e.code());
+            assert_eq!(code(status as i32), ERROR_CODES[i]);
+        }
+        assert_eq!(code(ab_status::AB_OK as i32), "OK");
+        assert_eq!(code(ab_status::AB_ERR_NULL_ARG as i32), "NULL_ARG");
+        assert_eq!(code(-1), "UNKNOWN");
+        assert_eq!(code(8), "UNKNOWN");
+    }
+
+    #[test]
+    fn version_is_the_package_version() {
+        // SAFETY: ab_version returns a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(ab_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+}

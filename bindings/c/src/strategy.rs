@@ -1,0 +1,281 @@
+//! The response analyzer and `ab_exit_strategy` (SPEC 5, seed 002).
+
+use std::ffi::{c_char, c_void};
+
+use agentbreaker_core::{ExitStrategy, State, StrategyConfig, analyze};
+use serde_json::json;
+
+use crate::clock::ab_manual_clock;
+use crate::ffi::{self, Out, boundary};
+use crate::listener::{ListenerTable, ab_listener_fn};
+use crate::status::ab_status;
+
+/// Analyzes an agent's response text (UTF-8) and writes the analysis as JSON to `*out_json`:
+/// `{"completionSignal": {"detected", "confidence", "phrases"}, "confidence", "exitSignal",
+/// "testsPassing", "testsFailing"}`.
+///
+/// # Safety
+///
+/// `text` is NULL or a NUL-terminated string; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_analyze(text: *const c_char, out_json: *mut *mut c_char) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (text, out) = unsafe { (ffi::text(text, "text")?, Out::new(out_json, "out_json")?) };
+        out.write(ffi::json_string(&analyze(text))?);
+        Ok(())
+    })
+}
+
+/// An exit strategy (SPEC 5): `auto`, `done_signals`, `fix_plan`, `circuit_breaker` or
+/// `composite`. Stateful; safe to share between threads. Create with `ab_exit_strategy_new`,
+/// `ab_exit_strategy_new_fix_plan` or `ab_exit_strategy_new_fix_plan_markdown`; release with
+/// `ab_exit_strategy_free`.
+#[derive(Debug)]
+pub struct ab_exit_strategy {
+    strategy: ExitStrategy,
+    listeners: ListenerTable,
+}
+
+fn new_strategy(
+    config: StrategyConfig,
+    clock: agentbreaker_core::SharedClock,
+    out: Out<*mut ab_exit_strategy>,
+) {
+    out.write(ffi::into_handle(ab_exit_strategy {
+        strategy: ExitStrategy::with_clock(config, clock),
+        listeners: ListenerTable::default(),
+    }));
+}
+
+/// Creates a strategy from a JSON strategy config: `{"type": "auto", "threshold": 70}`,
+/// `{"type": "done_signals", "threshold": 40, "window": 5}`, `{"type": "fix_plan", "steps": [...]}`
+/// or `{"type": "fix_plan", "markdown": "- [ ] ..."}`, `{"type": "circuit_breaker"}`,
+/// `{"type": "composite", "mode": "any"|"all", "members": [...]}`; NULL = `auto`. `clock` (NULL =
+/// the system clock) only stamps events. `AB_ERR_INVALID_CONFIG` for a bad config.
+///
+/// # Safety
+///
+/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
+/// `out_strategy` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_new(
+    config_json: *const c_char,
+    clock: *const ab_manual_clock,
+    out_strategy: *mut *mut ab_exit_strategy,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (config, clock, out) = unsafe {
+            (
+                ffi::config(config_json)?,
+                ffi::clock_arg(clock),
+                Out::new(out_strategy, "out_strategy")?,
+            )
+        };
+        new_strategy(StrategyConfig::from_json(&config)?, clock, out);
+        Ok(())
+    })
+}
+
+/// Creates a `fix_plan` strategy from a fix-plan config without `type`: `{"steps":
+/// [{"description", "completed"?, "attempts"?, "maxAttempts"?}], "maxAttempts"?}` or
+/// `{"markdown": "- [ ] ...", "maxAttempts"?}`. NULL is `AB_ERR_INVALID_CONFIG` (a plan needs
+/// steps).
+///
+/// # Safety
+///
+/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
+/// `out_strategy` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan(
+    config_json: *const c_char,
+    clock: *const ab_manual_clock,
+    out_strategy: *mut *mut ab_exit_strategy,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (config, clock, out) = unsafe {
+            (
+                ffi::config(config_json)?,
+                ffi::clock_arg(clock),
+                Out::new(out_strategy, "out_strategy")?,
+            )
+        };
+        new_strategy(StrategyConfig::fix_plan_from_json(&config)?, clock, out);
+        Ok(())
+    })
+}
+
+/// Creates a `fix_plan` strategy from a markdown checklist (`- [ ] step`, `- [x] done step`;
+/// other lines are ignored), each step with the default 3 attempts. The same as
+/// `ab_exit_strategy_new_fix_plan` with `{"markdown": markdown}`, without escaping the text into
+/// JSON.
+///
+/// # Safety
+///
+/// `markdown` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
+/// `out_strategy` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan_markdown(
+    markdown: *const c_char,
+    clock: *const ab_manual_clock,
+    out_strategy: *mut *mut ab_exit_strategy,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (markdown, clock, out) = unsafe {
+            (
+                ffi::text(markdown, "markdown")?,
+                ffi::clock_arg(clock),
+                Out::new(out_strategy, "out_strategy")?,
+            )
+        };
+        let config = StrategyConfig::fix_plan_from_json(&json!({ "markdown": markdown }))?;
+        new_strategy(config, clock, out);
+        Ok(())
+    })
+}
+
+/// Releases a strategy. NULL is a no-op; freeing twice is undefined behaviour.
+///
+/// # Safety
+///
+/// `strategy` is NULL or a strategy from this library that has not been freed and that no other
+/// thread is using.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_free(strategy: *mut ab_exit_strategy) {
+    // SAFETY: NULL or an unfreed handle (this function's contract).
+    unsafe { ffi::free_handle(strategy) }
+}
+
+/// Sees one iteration: analyzes `response_text` (UTF-8, as `ab_analyze` does) and hands the
+/// analysis and `circuit_state` (`"CLOSED"`, `"HALF_OPEN"` or `"OPEN"`; NULL = `"CLOSED"`) to the
+/// strategy. Writes `{"exit": bool, "reason": string|null}` to `*out_json`. Another circuit state
+/// is `AB_ERR_INVALID_ARGUMENT` and changes nothing.
+///
+/// # Safety
+///
+/// `strategy` is NULL or a live strategy; `response_text` and `circuit_state` are NULL or
+/// NUL-terminated strings; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_should_exit(
+    strategy: *const ab_exit_strategy,
+    response_text: *const c_char,
+    circuit_state: *const c_char,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (s, text, state, out) = unsafe {
+            (
+                ffi::handle(strategy, "strategy")?,
+                ffi::text(response_text, "response_text")?,
+                ffi::optional_text(circuit_state, "circuit_state")?,
+                Out::new(out_json, "out_json")?,
+            )
+        };
+        let state = match state {
+            Some(s) => s.parse::<State>()?,
+            None => State::Closed,
+        };
+        let decision = s.strategy.should_exit(&analyze(text), state);
+        out.write(ffi::json_string(&decision)?);
+        Ok(())
+    })
+}
+
+/// Writes a fix plan's progress as JSON to `*out_json`: `{"steps": [{"description", "completed",
+/// "skipped", "attempts", "maxAttempts"}], "currentStep": index|null}`, or NULL for a strategy
+/// without a fix plan.
+///
+/// # Safety
+///
+/// `strategy` is NULL or a live strategy; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_plan_status(
+    strategy: *const ab_exit_strategy,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (s, out) = unsafe {
+            (
+                ffi::handle(strategy, "strategy")?,
+                Out::new(out_json, "out_json")?,
+            )
+        };
+        out.write(ffi::optional_json_string(
+            s.strategy.plan_status().as_ref(),
+        )?);
+        Ok(())
+    })
+}
+
+/// Forgets everything seen: back to the configured state.
+///
+/// # Safety
+///
+/// `strategy` is NULL or a live strategy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_reset(strategy: *const ab_exit_strategy) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or a live handle (this function's contract).
+        let s = unsafe { ffi::handle(strategy, "strategy") }?;
+        s.strategy.reset();
+        Ok(())
+    })
+}
+
+/// Adds a listener for `warning` events (a fix plan skipping a step); writes its id (>= 1) to
+/// `*out_id`.
+///
+/// # Safety
+///
+/// As for `ab_failure_breaker_add_listener`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_add_listener(
+    strategy: *const ab_exit_strategy,
+    listener: ab_listener_fn,
+    user_data: *mut c_void,
+    out_id: *mut u64,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (s, out) = unsafe {
+            (
+                ffi::handle(strategy, "strategy")?,
+                Out::new(out_id, "out_id")?,
+            )
+        };
+        let id = s
+            .listeners
+            .add(listener, user_data, |l| s.strategy.add_listener(l))?;
+        out.write(id);
+        Ok(())
+    })
+}
+
+/// Removes the listener `id`; writes whether there was one to `*out_removed`.
+///
+/// # Safety
+///
+/// `strategy` is NULL or a live strategy; `out_removed` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_exit_strategy_remove_listener(
+    strategy: *const ab_exit_strategy,
+    id: u64,
+    out_removed: *mut bool,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (s, out) = unsafe {
+            (
+                ffi::handle(strategy, "strategy")?,
+                Out::new(out_removed, "out_removed")?,
+            )
+        };
+        out.write(s.listeners.remove(id, |l| s.strategy.remove_listener(l)));
+        Ok(())
+    })
+}
