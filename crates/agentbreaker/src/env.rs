@@ -16,6 +16,10 @@ pub const PREFIX: &str = "AGENTBREAKER_";
 /// The prefix of the seed's variables, read as aliases.
 pub const SEED_PREFIX: &str = "BB_CIRCUIT_BREAKER_";
 
+/// Other variables of this project that start with the prefix but are not breaker settings (the
+/// conformance suite's directory): known, so never reported as unknown.
+const OTHER_KNOWN: [&str; 1] = ["CONFORMANCE_DIR"];
+
 /// How many characters of an offending value a warning repeats.
 const MAX_WARNING_VALUE_CHARS: usize = 100;
 
@@ -167,7 +171,8 @@ where
             .strip_prefix(PREFIX)
             .or_else(|| name.strip_prefix(SEED_PREFIX))
             .unwrap_or(name);
-        if !SETTINGS.iter().any(|(s, _)| *s == setting) {
+        let other = name.starts_with(PREFIX) && OTHER_KNOWN.contains(&setting);
+        if !other && !SETTINGS.iter().any(|(s, _)| *s == setting) {
             warnings.push(warning(
                 name,
                 value,
@@ -272,6 +277,14 @@ mod tests {
             "{}",
             r.warnings[0].message
         );
+    }
+
+    #[test]
+    fn the_projects_own_variables_are_not_unknown() {
+        let r = config_from_env([("AGENTBREAKER_CONFORMANCE_DIR", "/x")]);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        let r = config_from_env([("BB_CIRCUIT_BREAKER_CONFORMANCE_DIR", "/x")]);
+        assert_eq!(r.warnings.len(), 1);
     }
 
     #[test]
