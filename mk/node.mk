@@ -1,0 +1,59 @@
+# Node: the `agentbreaker` npm package (node/) over the napi-rs addon (bindings/node).
+#
+#   make node        npm ci (when the lock file changed) and `napi build --release`: writes
+#                    node/agentbreaker.<platform>.node and regenerates node/index.js, node/index.d.ts
+#   make test-node   the build; a check that the committed index.js/index.d.ts are exactly what the
+#                    build generates; the node:test suites (the
+#                    conformance runner, one test per scenario, and the API tests); the TypeScript
+#                    check of test/types/usage.ts against index.d.ts; the README's one-line check;
+#                    the mutation check of the Node conformance runner
+#   make lint-node   rustfmt and clippy of the binding, `node --check` of the JavaScript
+#
+# The napi CLI builds with --target <host>, into <target dir>/<host triple>/release, so the addon
+# never collides with the plain `cargo build` of the workspace (bindings/node is not a default
+# member). CARGO_TARGET_DIR is honoured.
+
+NODE_MODULES_STAMP := node/node_modules/.package-lock.json
+NODE_GENERATED := node/index.js node/index.d.ts
+NODE_SMOKE := const ab = require('./node'); console.log(new ab.FailureBreaker().getStatus().state)
+
+TEST_TARGETS += test-node
+LINT_TARGETS += lint-node
+
+.PHONY: node test-node lint-node mutate-node
+
+# npm ci only when package.json or the lock file changed. The lock file is written with
+# `npx -y npm@11.13.0 install --package-lock-only` (see TOOLCHAIN.md: npm 11.19 writes one that its
+# own `npm ci` rejects). --ignore-scripts: the build is the next, explicit step.
+$(NODE_MODULES_STAMP): node/package.json node/package-lock.json
+	cd node && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
+## The addon, and node/index.js + node/index.d.ts regenerated.
+node: $(NODE_MODULES_STAMP)
+	cd node && npm run --silent build
+
+## Every Node test (CI fails when the build changes the committed index.js/index.d.ts).
+test-node: $(NODE_MODULES_STAMP)
+	@saved=$$(mktemp -d) && cp $(NODE_GENERATED) $$saved/ && \
+	$(MAKE) --no-print-directory node && \
+	for f in index.js index.d.ts; do \
+	  diff -u $$saved/$$f node/$$f || { echo "node/$$f differs from what napi build generates: commit the regenerated file"; exit 1; }; \
+	done && rm -rf $$saved
+	cd node && node --test --test-reporter=spec test/*.test.js
+	cd node && npx --no-install tsc --noEmit --strict -p test/types
+	test "$$(node -e "$(NODE_SMOKE)")" = CLOSED
+	@echo "node: the README's one-line check prints CLOSED"
+	$(MAKE) --no-print-directory mutate-node
+
+## The Node conformance runner must fail every scenario whose expected value is changed.
+mutate-node: $(NODE_MODULES_STAMP)
+	$(PYTHON) tools/mutate_scenarios.py --runner "node --test \
+	  --test-reporter=$(CURDIR)/node/test/support/libtest-reporter.mjs $(CURDIR)/node/test/conformance.test.js"
+
+lint-node:
+	rustfmt --edition 2024 --check bindings/node/src/*.rs bindings/node/build.rs
+	$(CARGO) clippy -p agentbreaker-node --all-targets -- -D warnings
+	node --check node/agentbreaker.js
+	node --check node/scripts/install.js
+	for f in node/test/*.js node/test/support/*.mjs; do node --check $$f; done
