@@ -172,7 +172,7 @@ class CheckerTest(unittest.TestCase):
             "failure": ["recordSuccess", "recordFailure", "shouldAllowOperation", "getStatus",
                         "metrics", "reset", "snapshot", "restore", "call", "save", "load",
                         "events"],
-            "stagnation": ["recordProgress", "recordError", "check", "getStatus", "reset",
+            "stagnation": ["recordProgress", "recordError", "recordStep", "check", "getStatus", "reset",
                            "snapshot", "restore", "events"],
             "budget": ["ingest", "tick", "snapshot", "reset", "events"],
             "analyzer": ["analyze"],

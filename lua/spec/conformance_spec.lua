@@ -182,6 +182,7 @@ ops.failure = {
 
 ops.stagnation = {
   recordProgress = { args = true, run = function(o, a) o:recordProgress(a) end },
+  recordStep = { args = true, run = function(o, a) o:recordStep(a) end },
   recordError = { args = { "error", "transient" }, run = function(o, a)
     local options = nil
     if a.transient ~= nil then

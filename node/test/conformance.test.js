@@ -206,6 +206,8 @@ async function runOp(subject, object, op, args, events) {
       switch (op) {
         case 'recordProgress':
           return object.recordProgress(args)
+        case 'recordStep':
+          return object.recordStep(args)
         case 'recordError':
           only(args, ['error', 'transient'])
           return object.recordError(args.error, 'transient' in args ? { transient: args.transient } : undefined)

@@ -181,6 +181,7 @@ function StagnationBreaker.new(config)
 end
 StagnationBreaker.recordProgress = method("stagnation_record_progress")
 StagnationBreaker.recordError = method("stagnation_record_error")
+StagnationBreaker.recordStep = method("stagnation_record_step")
 StagnationBreaker.check = method("stagnation_check")
 StagnationBreaker.getStatus = method("stagnation_get_status")
 StagnationBreaker.reset = method("stagnation_reset")

@@ -1,6 +1,8 @@
 //! `agentbreaker.StagnationBreaker` (SPEC 3).
 
-use agentbreaker::{Error, IterationMetrics, StagnationBreaker, StagnationConfig, SystemClock};
+use agentbreaker::{
+    AgentStep, Error, IterationMetrics, StagnationBreaker, StagnationConfig, SystemClock,
+};
 use mlua::{Lua, Table, Value};
 
 use crate::convert::{self, Ctx, lua_type};
@@ -61,6 +63,17 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
             let breaker = core::<StagnationBreaker>(&s, "recordProgress")?;
             let metrics = convert::to_json(&m, Ctx::Argument, "iteration metrics")?;
             breaker.record_progress(IterationMetrics::from_json(&metrics)?);
+            none()
+        },
+    )?;
+    export(
+        lua,
+        raw,
+        "stagnation_record_step",
+        |_, (s, step): (Value, Value)| {
+            let breaker = core::<StagnationBreaker>(&s, "recordStep")?;
+            let step = convert::to_json(&step, Ctx::Argument, "step")?;
+            breaker.record_step(&AgentStep::from_json(&step)?);
             none()
         },
     )?;

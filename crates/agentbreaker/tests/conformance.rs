@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use agentbreaker::{
-    BudgetBreaker, BudgetConfig, CallError, Error, ExitStrategy, FailureBreaker, FailureConfig,
-    IterationMetrics, Listener, Loop, LoopConfig, ManualClock, StagnationBreaker, StagnationConfig,
-    State, StrategyConfig, analyze, config_from_env,
+    AgentStep, BudgetBreaker, BudgetConfig, CallError, Error, ExitStrategy, FailureBreaker,
+    FailureConfig, IterationMetrics, Listener, Loop, LoopConfig, ManualClock, StagnationBreaker,
+    StagnationConfig, State, StrategyConfig, analyze, config_from_env,
 };
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde::Serialize;
@@ -453,6 +453,13 @@ impl Subject {
                 "recordProgress" => match IterationMetrics::from_json(args) {
                     Ok(m) => {
                         b.record_progress(m);
+                        done()
+                    }
+                    Err(e) => Outcome::Error(e),
+                },
+                "recordStep" => match AgentStep::from_json(args) {
+                    Ok(step) => {
+                        b.record_step(&step);
                         done()
                     }
                     Err(e) => Outcome::Error(e),
