@@ -358,20 +358,29 @@ impl FailureBreaker {
         let Some(file) = &self.state_file else {
             return;
         };
-        let mut last = file.last_written.lock().unwrap_or_else(|p| p.into_inner());
-        if version <= *last {
-            return;
-        }
-        match write_snapshot(&file.path, snapshot) {
-            Ok(()) => *last = version,
-            Err(e) => self.listeners.emit(&[Event::Warning {
+        let failed = {
+            let mut last = file.last_written.lock().unwrap_or_else(|p| p.into_inner());
+            if version <= *last {
+                return;
+            }
+            match write_snapshot(&file.path, snapshot) {
+                Ok(()) => {
+                    *last = version;
+                    None
+                }
+                Err(e) => Some(e),
+            }
+        };
+        // The warning goes out after the file lock is released: a listener may save again.
+        if let Some(e) = failed {
+            self.listeners.emit(&[Event::Warning {
                 message: format!(
                     "Could not save state to {}: {}",
                     file.path.display(),
                     e.message()
                 ),
                 at_ms: self.clock.now_ms(),
-            }]),
+            }]);
         }
     }
 
@@ -1862,6 +1871,45 @@ mod tests {
             Some(PROBE_GRANTED)
         );
         assert_eq!(b.try_acquire().unwrap_err().message(), PROBE_WAIT);
+    }
+
+    /// A listener that reacts to a failed save by saving again (here: `reset()`) must not
+    /// deadlock on the state file's lock.
+    #[test]
+    fn a_listener_may_save_again_after_a_failed_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = std::sync::Arc::new(
+            FailureBreaker::with_clock(
+                FailureConfig {
+                    state_path: Some(dir.path().join("missing").join("state.json")),
+                    failure_threshold: 1,
+                    ..FailureConfig::default()
+                },
+                ManualClock::shared(0),
+            )
+            .unwrap(),
+        );
+        let inner = std::sync::Arc::clone(&b);
+        let resets = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let counter = std::sync::Arc::clone(&resets);
+        b.add_listener(std::sync::Arc::new(move |e| {
+            if matches!(e, Event::Warning { .. })
+                && counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0
+            {
+                inner.reset();
+            }
+            Ok(())
+        }));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker = std::sync::Arc::clone(&b);
+        std::thread::spawn(move || {
+            worker.record_failure("x");
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("record_failure deadlocked");
+        assert_eq!(b.state(), State::Closed);
+        assert!(resets.load(std::sync::atomic::Ordering::SeqCst) >= 1);
     }
 
     #[test]
