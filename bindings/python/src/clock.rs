@@ -1,0 +1,102 @@
+//! `ManualClock` and `SystemClock` (SPEC 1), and the `clock=` keyword every breaker takes.
+
+use std::sync::Arc;
+
+use agentbreaker::{Clock, SharedClock};
+use pyo3::prelude::*;
+
+use crate::convert::{arg_ms, type_name};
+use crate::errors::{IntoPyResult, boundary, config};
+
+/// A clock that only moves when told to: `set(ms)`, `advance(ms)`, `now()`. Share one between
+/// breakers to test a loop deterministically.
+#[pyclass(frozen, module = "agentbreaker")]
+#[derive(Debug)]
+pub struct ManualClock {
+    pub inner: Arc<agentbreaker::ManualClock>,
+}
+
+#[pymethods]
+impl ManualClock {
+    #[new]
+    #[pyo3(signature = (start_ms = None), text_signature = "(start_ms=0)")]
+    fn new(py: Python<'_>, start_ms: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        boundary(py, || {
+            let start = match start_ms {
+                None => 0,
+                Some(v) => arg_ms(v, "start_ms").or_raise(py)?,
+            };
+            Ok(ManualClock {
+                inner: agentbreaker::ManualClock::shared(start),
+            })
+        })
+    }
+
+    /// Sets the time in ms (going backwards is allowed; breakers count it as no time passing).
+    fn set(&self, py: Python<'_>, ms: &Bound<'_, PyAny>) -> PyResult<()> {
+        boundary(py, || {
+            self.inner.set(arg_ms(ms, "ms").or_raise(py)?);
+            Ok(())
+        })
+    }
+
+    /// Moves the time forward by `ms`.
+    fn advance(&self, py: Python<'_>, ms: &Bound<'_, PyAny>) -> PyResult<()> {
+        boundary(py, || {
+            self.inner.advance(arg_ms(ms, "ms").or_raise(py)?);
+            Ok(())
+        })
+    }
+
+    /// The current time in ms.
+    fn now(&self) -> u64 {
+        self.inner.now()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ManualClock(now={})", self.inner.now())
+    }
+}
+
+/// The default clock: monotonic within the process, as Unix-epoch milliseconds.
+#[pyclass(frozen, module = "agentbreaker")]
+#[derive(Debug)]
+pub struct SystemClock;
+
+#[pymethods]
+impl SystemClock {
+    #[new]
+    fn new() -> Self {
+        SystemClock
+    }
+
+    /// The current time in ms since the Unix epoch (monotonic within the process).
+    fn now(&self) -> u64 {
+        agentbreaker::SystemClock.now_ms()
+    }
+
+    fn __repr__(&self) -> String {
+        "SystemClock()".to_string()
+    }
+}
+
+/// The clock a breaker is built on: `None` is the system clock.
+pub fn from_keyword(clock: Option<&Bound<'_, PyAny>>) -> Result<SharedClock, agentbreaker::Error> {
+    match clock {
+        None => Ok(agentbreaker::SystemClock::shared()),
+        Some(c) if c.is_none() => Ok(agentbreaker::SystemClock::shared()),
+        Some(c) => {
+            if let Ok(manual) = c.cast::<ManualClock>() {
+                let shared: SharedClock = manual.get().inner.clone();
+                Ok(shared)
+            } else if c.cast::<SystemClock>().is_ok() {
+                Ok(agentbreaker::SystemClock::shared())
+            } else {
+                Err(config(format!(
+                    "clock must be a ManualClock, a SystemClock or None, not {}",
+                    type_name(c)
+                )))
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The exception hierarchy (`AgentBreakerError` and one subclass per core error code) and the one
+//! conversion from a core [`Error`] to a Python exception. Also the panic boundary: no panic ever
+//! reaches Python as a `PanicException`; it becomes an `InternalError` (code `INTERNAL`).
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use agentbreaker::Error;
+use pyo3::PyTypeInfo;
+use pyo3::exceptions::{PyException, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+
+/// The module the exception classes say they belong to (where users import them from).
+const EXCEPTIONS_MODULE: &str = "agentbreaker.exceptions";
+
+/// One class per code, in `agentbreaker::ERROR_CODES` order, with the Python builtins each also
+/// derives from (so `except ValueError` and `except TypeError` work where Python users expect).
+const CLASSES: [(&str, &str, &str); 7] = [
+    (
+        "INVALID_CONFIG",
+        "InvalidConfigError",
+        "A configuration value has the wrong type, is out of range, or is an unknown keyword.",
+    ),
+    (
+        "INVALID_ARGUMENT",
+        "InvalidArgumentError",
+        "An argument has the wrong type or value, or the operation is not allowed now.",
+    ),
+    (
+        "INVALID_EVENT",
+        "InvalidEventError",
+        "A BudgetBreaker event is malformed.",
+    ),
+    (
+        "INVALID_SNAPSHOT",
+        "InvalidSnapshotError",
+        "A snapshot or state file is malformed, of another kind, or of an unknown version.",
+    ),
+    (
+        "IO",
+        "PersistenceError",
+        "Reading or writing a state file failed (code IO).",
+    ),
+    (
+        "INTERNAL",
+        "InternalError",
+        "A bug in agentbreaker: a panic caught at the language boundary.",
+    ),
+    (
+        "CIRCUIT_OPEN",
+        "CircuitOpenError",
+        "A guarded call was refused because the circuit is open; the message says why.",
+    ),
+];
+
+struct Classes {
+    base: Py<PyType>,
+    by_code: Vec<(&'static str, Py<PyType>)>,
+}
+
+static EXCEPTIONS: PyOnceLock<Classes> = PyOnceLock::new();
+
+fn builtin_bases<'py>(py: Python<'py>, code: &str) -> Vec<Bound<'py, PyType>> {
+    match code {
+        "INVALID_CONFIG" | "INVALID_ARGUMENT" => {
+            vec![PyValueError::type_object(py), PyTypeError::type_object(py)]
+        }
+        "INVALID_EVENT" | "INVALID_SNAPSHOT" => vec![PyValueError::type_object(py)],
+        "IO" => vec![PyOSError::type_object(py)],
+        "INTERNAL" => vec![PyRuntimeError::type_object(py)],
+        _ => Vec::new(),
+    }
+}
+
+fn new_class<'py>(
+    py: Python<'py>,
+    name: &str,
+    doc: &str,
+    code: &str,
+    bases: Vec<Bound<'py, PyType>>,
+) -> PyResult<Py<PyType>> {
+    let namespace = PyDict::new(py);
+    namespace.set_item("__module__", EXCEPTIONS_MODULE)?;
+    namespace.set_item("__doc__", doc)?;
+    namespace.set_item("code", code)?;
+    let bases = PyTuple::new(py, bases)?;
+    let class = py
+        .get_type::<PyType>()
+        .call1((name, bases, namespace))?
+        .cast_into::<PyType>()?;
+    Ok(class.unbind())
+}
+
+fn create(py: Python<'_>) -> PyResult<Classes> {
+    let base = new_class(
+        py,
+        "AgentBreakerError",
+        "Base class of every agentbreaker error; `code` names the kind (a subclass per code).",
+        "",
+        vec![PyException::type_object(py)],
+    )?;
+    let mut by_code = Vec::with_capacity(CLASSES.len());
+    for (code, name, doc) in CLASSES {
+        let mut bases = vec![base.bind(py).clone()];
+        bases.extend(builtin_bases(py, code));
+        by_code.push((code, new_class(py, name, doc, code, bases)?));
+    }
+    Ok(Classes { base, by_code })
+}
+
+fn classes(py: Python<'_>) -> PyResult<&Classes> {
+    EXCEPTIONS.get_or_try_init(py, || create(py))
+}
+
+/// Adds the exception classes to the native module.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    let classes = classes(py)?;
+    module.add("AgentBreakerError", classes.base.bind(py))?;
+    for ((_, name, _), (_, class)) in CLASSES.iter().zip(&classes.by_code) {
+        module.add(*name, class.bind(py))?;
+    }
+    Ok(())
+}
+
+/// The Python exception for a core error: the subclass of its code, with the message (without
+/// the `CODE: ` prefix; the class and its `code` attribute carry the code).
+pub fn to_py(py: Python<'_>, error: &Error) -> PyErr {
+    match classes(py) {
+        Ok(classes) => {
+            let class = classes
+                .by_code
+                .iter()
+                .find(|(code, _)| *code == error.code())
+                .map_or(&classes.base, |(_, class)| class);
+            PyErr::from_type(class.bind(py).clone(), error.message().to_string())
+        }
+        Err(e) => e,
+    }
+}
+
+/// `Result` of a core error, as Python sees it.
+pub trait IntoPyResult<T> {
+    /// Converts the error (if any) into its Python exception.
+    fn or_raise(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for Result<T, Error> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, &e))
+    }
+}
+
+/// `InvalidArgumentError` with `message`.
+pub fn argument(message: impl Into<String>) -> Error {
+    Error::InvalidArgument(message.into())
+}
+
+/// `InvalidConfigError` with `message`.
+pub fn config(message: impl Into<String>) -> Error {
+    Error::InvalidConfig(message.into())
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+fn internal(py: Python<'_>, payload: &(dyn Any + Send)) -> PyErr {
+    to_py(
+        py,
+        &Error::Internal(format!("panic: {}", panic_text(payload))),
+    )
+}
+
+/// The language boundary of a method that holds the GIL: a panic becomes `InternalError`.
+pub fn boundary<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| Err(internal(py, &*payload)))
+}
+
+/// Runs core code with the GIL released (a breaker may wait for its lock, and listeners re-acquire
+/// the GIL), turning a panic into `InternalError`.
+pub fn detached<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    F: Send + FnOnce() -> T,
+    T: Send,
+{
+    py.detach(|| catch_unwind(AssertUnwindSafe(f)).map_err(PanicPayload))
+        .map_err(|PanicPayload(payload)| internal(py, &*payload))
+}
+
+/// [`detached`] for core calls that return a core `Result`.
+pub fn detached_result<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    F: Send + FnOnce() -> Result<T, Error>,
+    T: Send,
+{
+    detached(py, f)?.or_raise(py)
+}
+
+struct PanicPayload(Box<dyn Any + Send>);

@@ -1,0 +1,105 @@
+//! Module-level functions: `analyze` (SPEC 5), `fingerprint` (SPEC 6), `config_from_env` (SPEC 7).
+
+use std::str::FromStr;
+
+use agentbreaker::ErrorMatch;
+use pyo3::prelude::*;
+use serde_json::Value;
+
+use crate::convert::{arg_str, to_json, to_py, type_name};
+use crate::errors::{IntoPyResult, argument, boundary, detached, detached_result};
+
+/// Scores one agent response for completion: `{completionSignal: {detected, confidence,
+/// phrases}, confidence, exitSignal, testsPassing, testsFailing}`.
+#[pyfunction]
+#[pyo3(signature = (text = None), text_signature = "(text)")]
+pub fn analyze<'py>(
+    py: Python<'py>,
+    text: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    boundary(py, || {
+        let text = arg_str(text, "text").or_raise(py)?;
+        let analysis = detached(py, || agentbreaker::analyze(&text))?;
+        to_py(py, &analysis)
+    })
+}
+
+/// The fingerprint of an error text under `error_match` (`"exact"`, `"normalized"`,
+/// `"template"` or `"key_line"`): errors with the same fingerprint count as the same error.
+#[pyfunction]
+#[pyo3(
+    signature = (error = None, error_match = None),
+    text_signature = "(error, error_match='normalized')"
+)]
+pub fn fingerprint(
+    py: Python<'_>,
+    error: Option<&Bound<'_, PyAny>>,
+    error_match: Option<&Bound<'_, PyAny>>,
+) -> PyResult<String> {
+    boundary(py, || {
+        let error = arg_str(error, "error").or_raise(py)?;
+        let mode = match error_match {
+            None => ErrorMatch::default(),
+            Some(m) if m.is_none() => ErrorMatch::default(),
+            Some(m) => arg_str(Some(m), "error_match")
+                .and_then(|s| ErrorMatch::from_str(&s).map_err(|e| argument(e.message())))
+                .or_raise(py)?,
+        };
+        detached(py, || agentbreaker::fingerprint(&error, mode))
+    })
+}
+
+/// A BudgetBreaker config from `AGENTBREAKER_*` (and the seed's `BB_CIRCUIT_BREAKER_*`)
+/// variables: `{config, warnings}`. Reads the process environment (`os.environ`) when `env` is
+/// None, else the mapping given. Invalid values fall back to the defaults, with a warning.
+#[pyfunction]
+#[pyo3(signature = (env = None))]
+pub fn config_from_env<'py>(
+    py: Python<'py>,
+    env: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    boundary(py, || {
+        let result = match env {
+            Some(env) if !env.is_none() => {
+                let env = env_to_json(env).or_raise(py)?;
+                detached_result(py, || agentbreaker::config_from_env_json(&env))?
+            }
+            _ => detached(py, agentbreaker::config_from_process_env)?,
+        };
+        to_py(py, &result)
+    })
+}
+
+/// The named configuration of the three breakers called `name` (`"seed"`: the SPEC's defaults;
+/// `"coding-agent"`: the step detectors on, tuned on real trajectories), or None:
+/// `{name, description, failure, stagnation, budget}`. Each config goes straight into its
+/// constructor: `FailureBreaker(profile("coding-agent")["failure"])`.
+#[pyfunction]
+#[pyo3(signature = (name = None), text_signature = "(name)")]
+pub fn profile<'py>(
+    py: Python<'py>,
+    name: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    boundary(py, || {
+        let name = arg_str(name, "name").or_raise(py)?;
+        to_py(py, &agentbreaker::profile(&name))
+    })
+}
+
+/// The names `profile` knows.
+#[pyfunction]
+pub fn profile_names(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    to_py(py, &agentbreaker::PROFILE_NAMES)
+}
+
+/// The mapping of variables as a JSON object. Keys must be `str`; values are handed on as they
+/// are, so the core reports a non-string value (`INVALID_ARGUMENT`).
+fn env_to_json(env: &Bound<'_, PyAny>) -> Result<Value, agentbreaker::Error> {
+    match to_json(env, "env", argument)? {
+        value @ Value::Object(_) => Ok(value),
+        _ => Err(argument(format!(
+            "env must be a mapping of str to str (such as os.environ), not {}",
+            type_name(env)
+        ))),
+    }
+}

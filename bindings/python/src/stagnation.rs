@@ -1,0 +1,195 @@
+//! `StagnationBreaker` (SPEC 3).
+
+use agentbreaker::{AgentStep, Error, IterationMetrics, Listener, ListenerId, StagnationConfig};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::{Map, Value};
+
+use crate::clock;
+use crate::convert::{arg_bool, arg_str, config_from_arguments, required, to_json, to_py};
+use crate::errors::{IntoPyResult, argument, boundary, detached, detached_result};
+use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
+
+/// No progress, the same error again and again, or declining output: the loop is stuck.
+#[pyclass(frozen, subclass, module = "agentbreaker")]
+#[derive(Debug)]
+pub struct StagnationBreaker {
+    inner: agentbreaker::StagnationBreaker,
+    listeners: PyListeners,
+}
+
+impl EventSource for StagnationBreaker {
+    fn py_listeners(&self) -> &PyListeners {
+        &self.listeners
+    }
+    fn add_core_listener(&self, listener: Listener) -> ListenerId {
+        self.inner.add_listener(listener)
+    }
+    fn remove_core_listener(&self, id: ListenerId) -> bool {
+        self.inner.remove_listener(id)
+    }
+    fn core_listener_errors(&self) -> u64 {
+        self.inner.listener_errors()
+    }
+}
+
+pymethods_with_listeners!(StagnationBreaker {
+    #[new]
+    #[pyo3(signature = (config = None, /, *, clock = None, **options))]
+    fn new(
+        py: Python<'_>,
+        config: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        boundary(py, || {
+            let clock = clock::from_keyword(clock).or_raise(py)?;
+            let inner = config_from_arguments(config, options)
+                .and_then(|c| StagnationConfig::from_json(&c))
+                .and_then(|c| agentbreaker::StagnationBreaker::with_clock(c, clock))
+                .or_raise(py)?;
+            Ok(StagnationBreaker {
+                inner,
+                listeners: PyListeners::default(),
+            })
+        })
+    }
+
+    /// One iteration: whole numbers >= 0 (left out = 0).
+    #[pyo3(
+        signature = (*, files_changed = None, tests_passing = None, output_length = None),
+        text_signature = "($self, *, files_changed=0, tests_passing=0, output_length=0)"
+    )]
+    fn record_progress(
+        &self,
+        py: Python<'_>,
+        files_changed: Option<&Bound<'_, PyAny>>,
+        tests_passing: Option<&Bound<'_, PyAny>>,
+        output_length: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        boundary(py, || {
+            let mut map = Map::new();
+            for (key, name, value) in [
+                ("filesChanged", "files_changed", files_changed),
+                ("testsPassing", "tests_passing", tests_passing),
+                ("outputLength", "output_length", output_length),
+            ] {
+                if let Some(value) = value {
+                    map.insert(key.to_string(), to_json(value, name, argument).or_raise(py)?);
+                }
+            }
+            let metrics = IterationMetrics::from_json(&Value::Object(map)).or_raise(py)?;
+            let inner = &self.inner;
+            detached(py, || inner.record_progress(metrics))
+        })
+    }
+
+    /// Records an error; `transient=True` errors (rate limits, 5xx, timeouts) never count.
+    #[pyo3(
+        signature = (error = None, transient = None),
+        text_signature = "($self, error, transient=False)"
+    )]
+    fn record_error(
+        &self,
+        py: Python<'_>,
+        error: Option<&Bound<'_, PyAny>>,
+        transient: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        boundary(py, || {
+            let error = arg_str(error, "error").or_raise(py)?;
+            let transient = arg_bool(transient, "transient", false).or_raise(py)?;
+            let inner = &self.inner;
+            detached(py, || inner.record_error(&error, transient))
+        })
+    }
+
+    /// One agent step for the step detectors (repeats, cycles, fail streaks, the fail window):
+    /// what it did, what came back, and whether it failed. A no-op while the detectors are off.
+    #[pyo3(
+        signature = (action = None, result = None, failed = None),
+        text_signature = "($self, action, result='', failed=False)"
+    )]
+    fn record_step(
+        &self,
+        py: Python<'_>,
+        action: Option<&Bound<'_, PyAny>>,
+        result: Option<&Bound<'_, PyAny>>,
+        failed: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        boundary(py, || {
+            let mut map = Map::new();
+            for (key, value) in [("action", action), ("result", result), ("failed", failed)] {
+                if let Some(value) = value {
+                    map.insert(key.to_string(), to_json(value, key, argument).or_raise(py)?);
+                }
+            }
+            let step = AgentStep::from_json(&Value::Object(map)).or_raise(py)?;
+            let inner = &self.inner;
+            detached(py, || inner.record_step(&step))
+        })
+    }
+
+    /// `{allowContinue, state, reason}`.
+    fn check<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = &self.inner;
+        let decision = detached(py, || inner.check())?;
+        to_py(py, &decision)
+    }
+
+    /// `{state, consecutiveNoProgress, errorCounts, outputTrend, lastProgress}`.
+    fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = &self.inner;
+        let status = detached(py, || inner.status())?;
+        to_py(py, &status)
+    }
+
+    /// Back to CLOSED, every counter cleared.
+    fn reset(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = &self.inner;
+        detached(py, || inner.reset())
+    }
+
+    /// The persistent form of the state.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let inner = &self.inner;
+        let snapshot = detached(py, || inner.snapshot())?;
+        to_py(py, &snapshot)
+    }
+
+    /// Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED).
+    #[pyo3(signature = (snapshot = None), text_signature = "($self, snapshot)")]
+    fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        boundary(py, || {
+            let snapshot = required(snapshot, "snapshot")
+                .and_then(|s| to_json(s, "snapshot", Error::InvalidSnapshot))
+                .or_raise(py)?;
+            let inner = &self.inner;
+            detached_result(py, || inner.restore_json(&snapshot))
+        })
+    }
+
+    /// `"CLOSED"`, `"HALF_OPEN"` or `"OPEN"`.
+    #[getter]
+    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let inner = &self.inner;
+        Ok(detached(py, || inner.state())?.as_str())
+    }
+
+    /// The configuration in effect, with the SPEC's camelCase keys.
+    #[getter]
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, self.inner.config())
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let py = slf.py();
+        let inner = &slf.get().inner;
+        let status = detached(py, || inner.status())?;
+        Ok(format!(
+            "{}(state='{}', consecutive_no_progress={})",
+            slf.get_type().name()?,
+            status.state.as_str(),
+            status.consecutive_no_progress
+        ))
+    }
+});

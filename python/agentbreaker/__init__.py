@@ -1,0 +1,71 @@
+"""agentbreaker: a deterministic circuit breaker for autonomous AI-agent loops.
+
+Three breakers watch a loop and stop it without asking an LLM:
+
+- `FailureBreaker`: consecutive failures open the circuit; after a cooldown a probe decides.
+  Guard calls with it as a decorator or a (sync or async) context manager.
+- `StagnationBreaker`: no progress, the same error again and again, or declining output.
+- `BudgetBreaker`: per-task tool calls, spend, duration, idle time and near-identical outputs
+  over an agent's event stream.
+
+`analyze` scores a response for completion, `ExitStrategy`/`FixPlan` decide when a loop is done,
+and `Loop` coordinates all of them. `profile("coding-agent")` holds tuned configurations. Every breaker takes ``clock=ManualClock()`` for deterministic
+tests, accepts listeners (plain callables receiving event dicts) and is safe to share between
+threads. Results are dicts with the contract's camelCase keys (typed in `agentbreaker.types`);
+errors are subclasses of `AgentBreakerError` with a ``code`` (in `agentbreaker.exceptions`).
+"""
+
+from . import exceptions, types
+from ._failure import FailureBreaker
+from ._native import (
+    BudgetBreaker,
+    ExitStrategy,
+    FixPlan,
+    Loop,
+    ManualClock,
+    StagnationBreaker,
+    SystemClock,
+    __version__,
+    analyze,
+    config_from_env,
+    fingerprint,
+    profile,
+    profile_names,
+)
+from .exceptions import (
+    AgentBreakerError,
+    CircuitOpenError,
+    InternalError,
+    InvalidArgumentError,
+    InvalidConfigError,
+    InvalidEventError,
+    InvalidSnapshotError,
+    PersistenceError,
+)
+
+__all__ = [
+    "AgentBreakerError",
+    "BudgetBreaker",
+    "CircuitOpenError",
+    "ExitStrategy",
+    "FailureBreaker",
+    "FixPlan",
+    "InternalError",
+    "InvalidArgumentError",
+    "InvalidConfigError",
+    "InvalidEventError",
+    "InvalidSnapshotError",
+    "Loop",
+    "ManualClock",
+    "PersistenceError",
+    "StagnationBreaker",
+    "SystemClock",
+    "__version__",
+    "analyze",
+    "config_from_env",
+    "exceptions",
+    "fingerprint",
+    "profile",
+    "profile_names",
+    "types",
+]

@@ -1,0 +1,355 @@
+"""The shapes of agentbreaker's results and events, as ``TypedDict`` s.
+
+Every result is a plain ``dict`` with the SPEC's camelCase JSON keys (so it can be logged, sent
+over the wire or compared with the conformance suite as is); these types only tell a type checker
+which keys and value types to expect::
+
+    from agentbreaker.types import FailureStatus
+
+    status: FailureStatus = breaker.get_status()
+    status["consecutiveFailures"]  # int
+"""
+
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, TypedDict, Union
+
+__all__ = [
+    "Action",
+    "AgentEvent",
+    "Analysis",
+    "BudgetConfig",
+    "BudgetSnapshot",
+    "CompletionSignal",
+    "EnvConfig",
+    "EnvWarning",
+    "ErrorMatch",
+    "Event",
+    "ExitDecision",
+    "ExitReason",
+    "FailureConfig",
+    "FailureMetrics",
+    "FailureRecord",
+    "FailureSnapshot",
+    "FailureStatus",
+    "FixStep",
+    "FixStepInput",
+    "Halt",
+    "HaltEvent",
+    "Listener",
+    "LoopDecision",
+    "LoopStatus",
+    "Outcome",
+    "PlanStatus",
+    "Profile",
+    "Price",
+    "StagnationConfig",
+    "StagnationDecision",
+    "StagnationSnapshot",
+    "StagnationStatus",
+    "State",
+    "StateChangeEvent",
+    "TaskSnapshot",
+    "WarningEvent",
+]
+
+State = Literal["CLOSED", "HALF_OPEN", "OPEN"]
+"""A circuit state."""
+
+ErrorMatch = Literal["exact", "normalized", "template", "key_line"]
+"""How error texts are compared (SPEC 6)."""
+
+ExitReason = Literal[
+    "completed",
+    "done_signals",
+    "plan_complete",
+    "plan_exhausted",
+    "circuit_open",
+    "max_iterations",
+    "budget_exceeded",
+]
+"""Why a loop ended (or a strategy says it should)."""
+
+Action = Literal["continue", "exit"]
+Outcome = Literal["success", "failure"]
+
+AgentEvent = Mapping[str, Any]
+"""A BudgetBreaker event: ``{"type": "tool_use", "name": "web_fetch", "taskId": "t1"}``, ..."""
+
+
+# --- FailureBreaker (SPEC 2) ---------------------------------------------------------------
+
+
+class FailureRecord(TypedDict):
+    atMs: int
+    error: str
+    state: State
+
+
+class FailureStatus(TypedDict):
+    state: State
+    consecutiveFailures: int
+    threshold: int
+    failureHistory: List[FailureRecord]
+    openedAt: Optional[int]
+    cooldownMs: int
+    cooldownRemainingMs: int
+    trips: int
+
+
+class FailureMetrics(TypedDict):
+    totalFailures: int
+    totalSuccesses: int
+    trips: int
+    recoveries: int
+    reopenings: int
+    recoveryRate: Optional[float]
+    mtbfMs: Optional[float]
+
+
+class FailureSnapshot(TypedDict):
+    version: int
+    kind: str
+    state: State
+    consecutiveFailures: int
+    openedAt: Optional[int]
+    backoffLevel: int
+    trips: int
+    failureHistory: List[FailureRecord]
+
+
+class FailureConfig(TypedDict):
+    failureThreshold: int
+    warningThreshold: Optional[int]
+    cooldownMs: int
+    backoffMultiplier: float
+    maxCooldownMs: int
+    identicalErrorThreshold: int
+    historyLimit: int
+    halfOpenMaxProbes: int
+    probeTimeoutMs: int
+    errorMatch: ErrorMatch
+    statePath: Optional[str]
+
+
+# --- StagnationBreaker (SPEC 3) ------------------------------------------------------------
+
+
+class StagnationDecision(TypedDict):
+    allowContinue: bool
+    state: State
+    reason: Optional[str]
+
+
+class StagnationStatus(TypedDict):
+    state: State
+    consecutiveNoProgress: int
+    errorCounts: Dict[str, int]
+    outputTrend: List[int]
+    lastProgress: Optional[int]
+
+
+class StagnationSnapshot(TypedDict):
+    version: int
+    kind: str
+    state: State
+    consecutiveNoProgress: int
+    errorCounts: Dict[str, int]
+    outputTrend: List[int]
+    lastProgress: Optional[int]
+    baselineOutputs: List[int]
+    bestTestsPassing: int
+    reason: Optional[str]
+
+
+class StagnationConfig(TypedDict):
+    noProgressThreshold: int
+    sameErrorThreshold: int
+    outputDeclineThreshold: int
+    errorMatch: ErrorMatch
+    repeatThreshold: int
+    cycleRepeats: int
+    maxCycleLength: int
+    failStreakThreshold: int
+    failStreakDistinct: int
+    failWindow: int
+    failWindowPercent: int
+
+
+# --- BudgetBreaker (SPEC 4) ----------------------------------------------------------------
+
+
+class _HaltBase(TypedDict):
+    kind: Literal["ToolCallLimit", "TokenSpendLimit", "DurationLimit", "IdleTimeout", "OutputLoop"]
+    slug: Literal["tool_call_limit", "token_spend_limit", "duration_limit", "idle_timeout", "output_loop"]
+    taskId: str
+    message: str
+
+
+class Halt(_HaltBase, total=False):
+    """A halt: ``kind``, ``slug``, ``taskId`` and ``message``, plus the counters of its kind."""
+
+    actual: int
+    limit: int
+    actualCents: float
+    limitCents: int
+    actualSecs: float
+    limitSecs: int
+    idleSecs: float
+    windowSize: int
+    similarityJaccard: float
+    threshold: float
+
+
+class TaskSnapshot(TypedDict):
+    taskId: str
+    toolCalls: int
+    spendCents: float
+    durationSecs: float
+    idleSecs: float
+    halted: bool
+
+
+class BudgetSnapshot(TypedDict):
+    tasks: List[TaskSnapshot]
+    stack: List[str]
+    ignoredEvents: int
+
+
+class Price(TypedDict):
+    """Cents per million tokens."""
+
+    input: float
+    output: float
+    cacheWrite: float
+    cacheRead: float
+
+
+class BudgetConfig(TypedDict):
+    maxToolCallsPerTask: int
+    maxTokenSpendCentsPerTask: int
+    maxTaskDurationSecs: int
+    maxIdleSecs: int
+    similarityJaccardThreshold: float
+    loopWindow: int
+    maxTokensPerOutput: int
+    prices: Dict[str, Price]
+
+
+# --- Analyzer, strategies, loop (SPEC 5) ---------------------------------------------------
+
+
+class CompletionSignal(TypedDict):
+    detected: bool
+    confidence: int
+    phrases: List[str]
+
+
+class Analysis(TypedDict):
+    completionSignal: CompletionSignal
+    confidence: int
+    exitSignal: Optional[bool]
+    testsPassing: Optional[int]
+    testsFailing: Optional[int]
+
+
+class ExitDecision(TypedDict):
+    exit: bool
+    reason: Optional[ExitReason]
+
+
+class FixStep(TypedDict):
+    description: str
+    completed: bool
+    skipped: bool
+    attempts: int
+    maxAttempts: int
+
+
+class _FixStepInputBase(TypedDict):
+    description: str
+
+
+class FixStepInput(_FixStepInputBase, total=False):
+    """A step of a fix plan as configured: ``{"description": ..., "maxAttempts": 2}``."""
+
+    completed: bool
+    attempts: int
+    maxAttempts: int
+
+
+class PlanStatus(TypedDict):
+    steps: List[FixStep]
+    currentStep: Optional[int]
+
+
+class LoopDecision(TypedDict):
+    action: Action
+    reason: Optional[ExitReason]
+    outcome: Optional[Outcome]
+    iteration: int
+    analysis: Analysis
+    breaker: StagnationDecision
+    halt: Optional[Halt]
+
+
+class LoopStatus(TypedDict):
+    iteration: int
+    exited: bool
+    reason: Optional[ExitReason]
+    outcome: Optional[Outcome]
+    breaker: StagnationStatus
+    budget: Optional[BudgetSnapshot]
+
+
+# --- Environment (SPEC 7) ------------------------------------------------------------------
+
+
+class EnvWarning(TypedDict):
+    variable: str
+    value: str
+    message: str
+
+
+class EnvConfig(TypedDict):
+    config: BudgetConfig
+    warnings: List[EnvWarning]
+
+
+# --- Profiles -----------------------------------------------------------------------------
+
+
+class Profile(TypedDict):
+    """A named configuration of the three breakers (`agentbreaker.profile`)."""
+
+    name: str
+    description: str
+    failure: FailureConfig
+    stagnation: StagnationConfig
+    budget: BudgetConfig
+
+
+# --- Events (SPEC 8) -----------------------------------------------------------------------
+
+# `from` is a keyword: the functional syntax.
+StateChangeEvent = TypedDict(
+    "StateChangeEvent",
+    {"type": Literal["stateChange"], "from": State, "to": State, "reason": str, "atMs": int},
+)
+
+
+class WarningEvent(TypedDict):
+    type: Literal["warning"]
+    message: str
+    atMs: int
+
+
+class HaltEvent(TypedDict):
+    type: Literal["halt"]
+    halt: Halt
+    atMs: int
+
+
+Event = Union[StateChangeEvent, WarningEvent, HaltEvent]
+"""What a listener receives."""
+
+Listener = Callable[[Event], object]
+"""A listener: any callable taking an event dict (its return value is ignored)."""
