@@ -578,8 +578,8 @@ test('the README example guards an agent loop', () => {
   assert.equal(loop.getStatus().iteration, 0)
 })
 
-test('the examples of docs/readme-node.md run', (t) => {
-  const readme = path.join(__dirname, '..', '..', 'docs', 'readme-node.md')
+test("the README's Node examples run", (t) => {
+  const readme = path.join(__dirname, '..', '..', 'README.md')
   const blocks = [...fs.readFileSync(readme, 'utf8').matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1])
   assert.ok(blocks.length > 0)
   // The examples `require('agentbreaker')`: resolve that name to this package.
