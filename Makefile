@@ -14,6 +14,8 @@ export AGENTBREAKER_CONFORMANCE_DIR ?= $(CURDIR)/tests/conformance
 # that exists.
 TEST_TARGETS := test-rust test-conformance-suite
 LINT_TARGETS := lint-rust
+# Benchmarks: each surface writes target/bench/<surface>.jsonl; `make bench` prints one table.
+BENCH_TARGETS :=
 
 .PHONY: all test lint lint-rust test-rust test-conformance-suite demo clean
 
@@ -35,6 +37,7 @@ lint-rust:
 ## (one named test per scenario in $(AGENTBREAKER_CONFORMANCE_DIR)).
 test-rust:
 	$(CARGO) test -p agentbreaker
+	$(CARGO) test -p agentbreaker --features test-panic --test test_panic
 
 ## The suite itself: well-formed and duplicate-free (schema + checker, with the checker's own
 ## tests), and every expected value checked (mutating any one makes the Rust runner fail).
@@ -55,3 +58,11 @@ demo:
 clean:
 	$(CARGO) clean
 	rm -rf $(VENV)
+
+## Benchmarks of every surface beside their peers, measured in one run, printed as one table
+## (docs/benchmarks.md records the latest: `make bench BENCH_DOC=docs/benchmarks.md`).
+.PHONY: bench
+bench:
+	rm -rf target/bench && mkdir -p target/bench
+	$(MAKE) $(BENCH_TARGETS)
+	$(PYTHON) tools/bench_table.py $(if $(BENCH_DOC),--markdown $(BENCH_DOC))

@@ -249,6 +249,10 @@ fn negator_form(word: &str) -> String {
 
 /// Scores a response (SPEC 5).
 pub fn analyze(text: &str) -> Analysis {
+    #[cfg(feature = "test-panic")]
+    if text == crate::TEST_PANIC_TRIGGER {
+        panic!("test-panic: analyze");
+    }
     let mut exit_true = false;
     let mut exit_false = false;
     let mut status_complete = false;

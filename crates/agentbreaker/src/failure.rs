@@ -440,6 +440,10 @@ impl FailureBreaker {
         let mut after = After::default();
         {
             let mut inner = self.lock();
+            #[cfg(feature = "test-panic")]
+            if error == crate::TEST_PANIC_TRIGGER {
+                panic!("test-panic: record_failure");
+            }
             let inner = &mut *inner;
             inner.consecutive_failures = inner.consecutive_failures.saturating_add(1);
             let m = &mut inner.metrics;

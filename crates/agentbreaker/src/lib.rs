@@ -74,6 +74,11 @@ pub use strategy::{
     StrategyConfig,
 };
 
+/// With the `test-panic` feature, [`FailureBreaker::record_failure`] (while holding the breaker's
+/// lock) and [`analyze`] panic when given exactly this text: bindings use it to prove their panic
+/// boundaries. Without the feature it is an ordinary string.
+pub const TEST_PANIC_TRIGGER: &str = "agentbreaker:test-panic";
+
 /// The README's Rust examples, compiled and run as doc tests so the README stays true.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
