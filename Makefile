@@ -64,5 +64,5 @@ clean:
 .PHONY: bench
 bench:
 	rm -rf target/bench && mkdir -p target/bench
-	$(MAKE) $(BENCH_TARGETS)
+	$(if $(strip $(BENCH_TARGETS)),$(MAKE) $(BENCH_TARGETS),@echo "no benchmarks registered")
 	$(PYTHON) tools/bench_table.py $(if $(BENCH_DOC),--markdown $(BENCH_DOC))
