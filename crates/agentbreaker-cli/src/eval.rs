@@ -597,6 +597,7 @@ pub fn reference(name: &str) -> Settings {
 }
 
 /// One point of the sweep: a setting and its figures.
+#[derive(Debug, Clone)]
 pub struct SweepPoint {
     /// What was set.
     pub label: String,

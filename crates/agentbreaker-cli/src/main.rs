@@ -1,13 +1,6 @@
 //! `agentbreaker`: put a circuit breaker in front of an agent CLI without writing code.
 
-mod eval;
-mod ralph;
-mod replay;
-mod report;
-mod settings;
-mod stream;
-mod supervise;
-mod worktree;
+use agentbreaker_cli::{eval, ralph, replay, report, settings, stream, supervise};
 
 use std::io::BufReader;
 use std::path::PathBuf;

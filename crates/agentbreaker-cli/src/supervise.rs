@@ -84,6 +84,14 @@ pub struct Supervisor {
     signals: signal_hook::iterator::Handle,
 }
 
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for Supervisor {
     fn drop(&mut self) {
         self.signals.close();
