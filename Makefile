@@ -16,6 +16,8 @@ TEST_TARGETS := test-rust test-conformance-suite
 LINT_TARGETS := lint-rust
 # Benchmarks: each surface writes target/bench/<surface>.jsonl; `make bench` prints one table.
 BENCH_TARGETS :=
+# The short form of the reliability checks (fuzz runs, the kill test, concurrency, bad input).
+RELIABILITY_TARGETS :=
 
 .PHONY: all test lint lint-rust test-rust test-conformance-suite demo clean
 
@@ -66,3 +68,9 @@ bench:
 	rm -rf target/bench && mkdir -p target/bench
 	$(if $(strip $(BENCH_TARGETS)),$(MAKE) $(BENCH_TARGETS),@echo "no benchmarks registered")
 	$(PYTHON) tools/bench_table.py $(if $(BENCH_DOC),--markdown $(BENCH_DOC))
+
+## The short form of every reliability check (a few minutes): short fuzz runs, the SIGKILL test,
+## concurrency under a race detector, the bad-input and panic-boundary tests of every surface.
+.PHONY: reliability
+reliability:
+	$(if $(strip $(RELIABILITY_TARGETS)),$(MAKE) $(RELIABILITY_TARGETS),@echo "no reliability checks registered")
