@@ -6,7 +6,9 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use agentbreaker::{FailureBreaker, FailureConfig, ManualClock, State, TEST_PANIC_TRIGGER, analyze};
+use agentbreaker::{
+    FailureBreaker, FailureConfig, ManualClock, State, TEST_PANIC_TRIGGER, analyze,
+};
 
 #[test]
 fn a_panic_inside_the_lock_leaves_the_breaker_working() {
