@@ -3,6 +3,9 @@
 # pkg-config files, and the C tests in tests/c.
 #
 #   make test-c                      everything below, as CI runs it
+#   make test-c-bad-input            the bad-input matrix (docs/bad-input/c.md), also under valgrind
+#   make test-c-panic                the panic boundary, against a test-panic build (target/c-panic)
+#   make bench-c                     the benchmark: target/bench/c.jsonl (not part of `make test`)
 #   make lint-c                      rustfmt and clippy for bindings/c
 #   make c-lib                       build the library (C_PROFILE=release by default) and
 #                                    target/c/pkgconfig/agentbreaker{,-static}.pc for the build tree
@@ -27,11 +30,20 @@ C_STATIC := $(C_LIB_DIR)/libagentbreaker.a $$(cat $(C_BUILD)/native-static-libs)
 C_VALGRIND := valgrind -q --leak-check=full --error-exitcode=1 --num-callers=50 \
 	--suppressions=$(C_TESTS)/valgrind.supp
 PREFIX ?= /usr/local
+# The library with the core's `test-panic` trigger, in a target dir of its own so that the
+# normal build never has it.
+C_PANIC_TARGET_DIR := $(C_TARGET_DIR)/c-panic
+C_PANIC_LIB_DIR := $(C_PANIC_TARGET_DIR)/release
+C_BENCH_OUT := $(CURDIR)/target/bench/c.jsonl
+C_BENCH_CFLAGS := $(C_WARNINGS) -O2 -Iinclude
 
-TEST_TARGETS += test-c
+TEST_TARGETS += test-c test-c-bad-input test-c-panic
 LINT_TARGETS += lint-c
+BENCH_TARGETS += bench-c
+RELIABILITY_TARGETS += test-c-bad-input test-c-panic
 
-.PHONY: test-c lint-c c-deps c-lib c-header c-header-check install-c
+.PHONY: test-c test-c-bad-input test-c-panic bench-c lint-c c-deps c-lib c-header c-header-check \
+	install-c
 
 # $(call c_pkgconfig,prefix,libdir,includedir,destination dir): writes agentbreaker.pc (shared
 # library; Libs.private for --static) and agentbreaker-static.pc (links the archive itself).
@@ -124,6 +136,66 @@ test-c: c-deps c-header-check
 	  grep -q "^attempt 4 refused: CIRCUIT_OPEN: Circuit breaker OPEN. 30 seconds remaining" \
 	    $(C_BIN)/example-$$link.out; \
 	done
+	@echo "== the benchmark builds (warnings are errors) and runs (one short loop per operation)"
+	$(CC) $(C_BENCH_CFLAGS) $(C_TESTS)/bench.c $(C_TESTS)/bench_peer.c -o $(C_BIN)/bench $(C_DYNAMIC)
+	rm -rf $(C_BUILD)/bench-smoke && mkdir -p $(C_BUILD)/bench-smoke
+	$(C_BIN)/bench --smoke $(C_BUILD)/bench-smoke/c.jsonl > /dev/null
+	$(PYTHON) tools/bench_table.py --dir $(C_BUILD)/bench-smoke > /dev/null
+
+## C: the bad-input matrix (issue 10): every argument of every entry point (and every field of its
+## JSON) against wrong type, null, NaN, +-Inf, negative, zero, huge, a 10 MB string, invalid UTF-8
+## and NULL; each cell's outcome as docs/bad-input/c.md says (the file is generated from the
+## test's table and must be current), the objects still working after each. Then again under
+## valgrind, with 1 MiB strings instead of 10 MiB to keep it short.
+test-c-bad-input: c-deps c-lib
+	mkdir -p $(C_BIN)
+	$(CC) $(C_CFLAGS) $(C_TESTS)/bad_input_test.c -o $(C_BIN)/bad_input_test $(C_DYNAMIC) \
+	  $(C_TEST_LIBS)
+	$(C_BIN)/bad_input_test --markdown > $(C_BUILD)/bad-input-table.md
+	sed -n '/^<!-- TABLE:BEGIN -->$$/,/^<!-- TABLE:END -->$$/p' docs/bad-input/c.md \
+	  | sed '1d;$$d' > $(C_BUILD)/bad-input-table.committed.md
+	@if ! diff -u $(C_BUILD)/bad-input-table.committed.md $(C_BUILD)/bad-input-table.md; then \
+	  echo "docs/bad-input/c.md is not the test's table: put the output of" \
+	    "'$(C_BIN)/bad_input_test --markdown' between its TABLE markers" >&2; \
+	  exit 1; \
+	fi
+	@echo "== the bad-input matrix"
+	$(C_BIN)/bad_input_test
+	@echo "== the bad-input matrix under valgrind (1 MiB strings)"
+	$(C_VALGRIND) $(C_BIN)/bad_input_test --big-bytes 1048576 > $(C_BUILD)/bad-input-valgrind.out
+	tail -n 1 $(C_BUILD)/bad-input-valgrind.out
+
+## C: the panic boundary (issue 10). The library built with the core's test-panic trigger (into
+## target/c-panic) must turn a panic inside a breaker's lock, in analyze, in a guarded call, a
+## strategy and a loop into AB_ERR_INTERNAL with a readable message, and every handle must keep
+## working: linked dynamically and statically, under valgrind. The normal library must not have
+## the trigger.
+test-c-panic: c-deps c-lib
+	CARGO_TARGET_DIR=$(C_PANIC_TARGET_DIR) $(CARGO) build -p agentbreaker-c --lib --release \
+	  --features test-panic
+	mkdir -p $(C_BIN)
+	$(CC) $(C_CFLAGS) $(C_TESTS)/panic_test.c -o $(C_BIN)/panic_test-dynamic \
+	  -L$(C_PANIC_LIB_DIR) -lagentbreaker -Wl,-rpath,$(C_PANIC_LIB_DIR) $(C_TEST_LIBS)
+	$(CC) $(C_CFLAGS) $(C_TESTS)/panic_test.c -o $(C_BIN)/panic_test-static \
+	  $(C_PANIC_LIB_DIR)/libagentbreaker.a $$(cat $(C_BUILD)/native-static-libs) $(C_TEST_LIBS)
+	$(CC) $(C_CFLAGS) $(C_TESTS)/panic_test.c -o $(C_BIN)/panic_test-normal $(C_DYNAMIC) \
+	  $(C_TEST_LIBS)
+	@echo "== the normal library has no panic trigger"
+	@if $(C_BIN)/panic_test-normal --check-trigger; then \
+	  echo "$(C_LIB_DIR)/libagentbreaker.so panics on the test trigger" >&2; exit 1; \
+	fi
+	@# Each caught panic prints the panic hook's message to stderr; that is expected.
+	for link in dynamic static; do \
+	  echo "== panic boundary ($$link, valgrind)"; \
+	  RUST_BACKTRACE=0 $(C_VALGRIND) $(C_BIN)/panic_test-$$link; \
+	done
+
+## C: the benchmark (issue 9), linked against the release library: target/bench/c.jsonl.
+bench-c: c-lib
+	$(if $(filter release,$(C_PROFILE)),,$(error bench-c measures the release library (C_PROFILE=release)))
+	mkdir -p $(C_BIN) $(dir $(C_BENCH_OUT))
+	$(CC) $(C_BENCH_CFLAGS) $(C_TESTS)/bench.c $(C_TESTS)/bench_peer.c -o $(C_BIN)/bench $(C_DYNAMIC)
+	$(C_BIN)/bench $(C_BENCH_OUT)
 
 ## C: rustfmt and clippy (warnings are errors) for bindings/c.
 lint-c:
