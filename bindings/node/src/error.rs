@@ -25,7 +25,7 @@ impl AsRef<str> for Code {
 
 /// napi-rs does not throw again when an error carries this status and an exception is already
 /// pending: that is how a `TypeError` thrown through [`Env::throw_type_error`] reaches JavaScript.
-const PENDING: Code = Code("PendingException");
+pub const PENDING: Code = Code("PendingException");
 
 /// What an export returns.
 pub type JsResult<T> = napi::Result<T, Code>;

@@ -1,14 +1,22 @@
 //! `FailureBreaker` (SPEC 2). `call(fn, ...args)`, `on()` and `off()` are added in
-//! `agentbreaker.js` on top of `tryAcquire`, `recordSuccess`, `recordFailure` and the listener
-//! hooks here.
+//! `agentbreaker.js` on top of `recordFailure`, the listener hooks and the bound functions of
+//! `_fastPath` here.
+//!
+//! The hot path: a napi-rs class method pays for unwrapping `this` (a type-tag check) and for
+//! registering a borrow of the instance (a global table, an allocation) on every call, several
+//! times the cost of the breaker's own work. `_fastPath()` hands JavaScript plain functions bound
+//! to the core breaker (closures over an `Arc`), which cross without either: `agentbreaker.js`
+//! uses them for `call()`, `shouldAllowOperation()` and `recordSuccess()`.
 
-use napi::Env;
-use napi::bindgen_prelude::Unknown;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{FunctionCallContext, JsObjectValue, Object, Unknown};
+use napi::{Env, Status};
 use napi_derive::napi;
 
 use crate::clock::{ClockArg, shared_clock};
 use crate::convert::{from_js_opt, result, string_arg};
-use crate::error::{Code, Context, run};
+use crate::error::{Code, Context, JsResult, run};
 use crate::listeners::{EventSource, EventTypes, JsListeners, ListenerArg};
 
 const EVENTS: EventTypes = &["stateChange", "warning"];
@@ -18,7 +26,7 @@ const EVENTS: EventTypes = &["stateChange", "warning"];
 #[napi]
 #[derive(Debug)]
 pub struct FailureBreaker {
-    inner: agentbreaker::FailureBreaker,
+    inner: Arc<agentbreaker::FailureBreaker>,
     listeners: JsListeners,
 }
 
@@ -41,7 +49,7 @@ impl FailureBreaker {
             let config = agentbreaker::FailureConfig::from_json(&config)?;
             let inner = agentbreaker::FailureBreaker::with_clock(config, shared_clock(&clock)?)?;
             Ok(FailureBreaker {
-                inner,
+                inner: Arc::new(inner),
                 listeners: JsListeners::default(),
             })
         })
@@ -161,7 +169,7 @@ impl FailureBreaker {
         listener: ListenerArg<'_>,
     ) -> napi::Result<u32, Code> {
         run(env, || {
-            self.listeners.add(&self.inner, EVENTS, &kind, &listener)
+            self.listeners.add(&*self.inner, EVENTS, &kind, &listener)
         })
     }
 
@@ -172,6 +180,68 @@ impl FailureBreaker {
         env: &Env,
         id: Option<Unknown<'_>>,
     ) -> napi::Result<bool, Code> {
-        run(env, || self.listeners.remove(&self.inner, id.as_ref()))
+        run(env, || self.listeners.remove(&*self.inner, id.as_ref()))
     }
+
+    /// `{acquire, permit, success}`: functions bound to this breaker, for `agentbreaker.js`.
+    /// `acquire()` is `tryAcquire()` without its result (`undefined`, or the `CIRCUIT_OPEN`
+    /// error); `permit()` is `shouldAllowOperation()` with the closed-circuit answer
+    /// (`{allowed: true, message: null}`) as `null` and any other as `[allowed, message]`;
+    /// `success()` is `recordSuccess()`.
+    #[doc(hidden)]
+    #[napi(js_name = "_fastPath", catch_unwind, skip_typescript)]
+    pub fn fast_path<'e>(&self, env: &'e Env) -> napi::Result<Object<'e>, Code> {
+        run(env, || {
+            let mut functions = Object::new(env)?;
+            let breaker = Arc::clone(&self.inner);
+            let acquire = env.create_function_from_closure::<(), _, _>("acquire", move |ctx| {
+                bound(ctx, || {
+                    breaker.try_acquire()?;
+                    Ok(())
+                })
+            })?;
+            functions.set_named_property("acquire", acquire)?;
+            let breaker = Arc::clone(&self.inner);
+            let permit = env.create_function_from_closure::<(), _, _>("permit", move |ctx| {
+                bound(ctx, || {
+                    let permission = breaker.should_allow_operation();
+                    Ok(match permission {
+                        agentbreaker::Permission {
+                            allowed: true,
+                            message: None,
+                        } => None,
+                        other => Some((other.allowed, other.message)),
+                    })
+                })
+            })?;
+            functions.set_named_property("permit", permit)?;
+            let breaker = Arc::clone(&self.inner);
+            let success = env.create_function_from_closure::<(), _, _>("success", move |ctx| {
+                bound(ctx, || {
+                    breaker.record_success();
+                    Ok(())
+                })
+            })?;
+            functions.set_named_property("success", success)?;
+            Ok(functions)
+        })
+    }
+}
+
+/// The body of a bound function: [`run`] (listeners, panics, error codes), with its error thrown
+/// here, where the `Code` is known (the closure trampoline only throws `Status` errors).
+fn bound<T>(
+    ctx: FunctionCallContext<'_>,
+    work: impl FnOnce() -> Result<T, crate::error::Failure>,
+) -> napi::Result<T> {
+    let env: &Env = ctx.env;
+    let outcome: JsResult<T> = run(env, work);
+    outcome.map_err(|error| {
+        if error.status.as_ref() != crate::error::PENDING.as_ref() {
+            // On failure to throw there is nothing better to report: the trampoline throws
+            // the status error below instead.
+            let _ = env.throw(napi::Error::new(error.status, error.reason.clone()));
+        }
+        napi::Error::new(Status::PendingException, error.reason)
+    })
 }
