@@ -8,6 +8,14 @@
 #                    check of test/types/usage.ts against index.d.ts; the README's one-line check;
 #                    the mutation check of the Node conformance runner
 #   make lint-node   rustfmt and clippy of the binding, `node --check` of the JavaScript
+#   make test-node-panic      the panic boundary (issue 10a): the addon built with the core's
+#                    test-panic feature (a debug build into <target dir>/node-test-panic, never into
+#                    node/), loaded through the package by NAPI_RS_NATIVE_LIBRARY_PATH, and
+#                    test/panic.js against it (in `make test` and `make reliability`)
+#   make test-node-bad-input  the bad-input matrix (issue 10b, docs/bad-input/node.md): every cell
+#                    of test/bad_input.test.js (also part of test-node; in `make reliability`)
+#   make bench-node  the benchmark beside opossum and a pure-JS breaker (release build), written
+#                    to target/bench/node.jsonl (`make bench`; test-node runs its --smoke mode)
 #
 # The napi CLI builds with --target <host>, into <target dir>/<host triple>/release, so the addon
 # never collides with the plain `cargo build` of the workspace (bindings/node is not a default
@@ -17,10 +25,15 @@ NODE_MODULES_STAMP := node/node_modules/.package-lock.json
 NODE_GENERATED := node/index.js node/index.d.ts
 NODE_SMOKE := const ab = require('./node'); console.log(new ab.FailureBreaker().getStatus().state)
 
-TEST_TARGETS += test-node
-LINT_TARGETS += lint-node
+NODE_PANIC_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target)/node-test-panic)
 
-.PHONY: node test-node lint-node mutate-node
+TEST_TARGETS += test-node test-node-panic
+LINT_TARGETS += lint-node
+BENCH_TARGETS += bench-node
+RELIABILITY_TARGETS += test-node-panic test-node-bad-input
+
+.PHONY: node test-node lint-node mutate-node node-test-panic test-node-panic test-node-bad-input \
+  bench-node
 
 # npm ci only when package.json or the lock file changed. The lock file is written with
 # `npx -y npm@11.13.0 install --package-lock-only` (see TOOLCHAIN.md: npm 11.19 writes one that its
@@ -44,7 +57,26 @@ test-node: $(NODE_MODULES_STAMP)
 	cd node && npx --no-install tsc --noEmit --strict -p test/types
 	test "$$(node -e "$(NODE_SMOKE)")" = CLOSED
 	@echo "node: the README's one-line check prints CLOSED"
+	cd node && node bench/bench.js --smoke
 	$(MAKE) --no-print-directory mutate-node
+
+## The addon with the core's test-panic feature, in its own directory (node/ stays panic-free).
+node-test-panic: $(NODE_MODULES_STAMP)
+	cd node && npx --no-install napi build --platform --no-js --features test-panic \
+	  --manifest-path ../bindings/node/Cargo.toml --output-dir $(NODE_PANIC_DIR)
+
+## A panic inside the core is an INTERNAL error; the process and the object survive it.
+test-node-panic: node-test-panic
+	cd node && NAPI_RS_NATIVE_LIBRARY_PATH=$$(ls $(NODE_PANIC_DIR)/agentbreaker.*.node) \
+	  node --test --test-reporter=spec test/panic.js
+
+## Every cell of the bad-input matrix (docs/bad-input/node.md is generated from the same table).
+test-node-bad-input: node
+	cd node && node --test --test-reporter=dot test/bad_input.test.js
+
+## The benchmark (release build): target/bench/node.jsonl.
+bench-node: node
+	cd node && node bench/bench.js --out $(CURDIR)/target/bench/node.jsonl
 
 ## The Node conformance runner must fail every scenario whose expected value is changed.
 mutate-node: $(NODE_MODULES_STAMP)
@@ -56,4 +88,4 @@ lint-node:
 	$(CARGO) clippy -p agentbreaker-node --all-targets -- -D warnings
 	node --check node/agentbreaker.js
 	node --check node/scripts/install.js
-	for f in node/test/*.js node/test/support/*.mjs; do node --check $$f; done
+	for f in node/test/*.js node/test/support/*.mjs node/bench/*.js; do node --check $$f; done
