@@ -1,13 +1,21 @@
 # The Python surface (issue 3): the pyo3 crate bindings/python and the package in python/.
 #
-#   make test-python   build the wheel with maturin, install it into a fresh virtual environment,
-#                      run the conformance runner and the API tests against it, check the stubs
-#                      against the module (stubtest) and type-check typed code (mypy --strict)
-#   make lint-python   rustfmt and clippy (warnings are errors) of the binding crate
-#   make mutate-python the suite's mutation check against the Python runner (not in make test)
+#   make test-python           build the wheel with maturin, install it into a fresh virtual
+#                              environment, run the conformance runner and the API tests against it
+#                              (the bad-input matrix and the panic tests' normal-build half among
+#                              them), smoke-run the benchmark, check the stubs against the module
+#                              (stubtest) and type-check typed code (mypy --strict)
+#   make test-python-panic     the panic boundary: a wheel built with the `test-panic` feature, in
+#                              its own virtual environment, must raise InternalError and keep working
+#   make test-python-bad-input the bad-input matrix alone (docs/bad-input/python.md)
+#   make lint-python           rustfmt and clippy (warnings are errors) of the binding crate
+#   make bench-python          a release wheel beside pybreaker, loopguard and a pure-Python breaker:
+#                              target/bench/python.jsonl (not in make test; about a minute)
+#   make mutate-python         the suite's mutation check against the Python runner (not in make test)
 #
-# Only python3 (with venv and pip) and Rust are needed; maturin, pytest and mypy come from PyPI
-# into virtual environments under python/ (ignored by python/.gitignore).
+# Only python3 (with venv and pip) and Rust are needed; maturin, pytest, mypy and the benchmark's
+# peers come from PyPI into virtual environments under python/ (ignored by python/.gitignore) and
+# target/python/ (the panic and benchmark builds, kept apart from the normal wheel).
 
 PY_DIR := python
 PY_BUILD_VENV := $(PY_DIR)/.venv-build
@@ -15,37 +23,82 @@ PY_TEST_VENV := $(PY_DIR)/.venv-test
 PY_DIST := $(PY_DIR)/dist
 PY_TEST_PY := $(PY_TEST_VENV)/bin/python
 PY_MYPY := $(PY_TEST_PY) -m mypy --cache-dir=$(PY_DIR)/.mypy_cache
+PY_PIP := -m pip install -q --disable-pip-version-check
+PY_PYTEST := -m pytest -q -p no:cacheprovider
+# The panic-boundary build and the benchmark build: their own wheels and environments.
+PY_PANIC_DIR := target/python/panic
+PY_PANIC_PY := $(PY_PANIC_DIR)/venv/bin/python
+PY_BENCH_DIR := target/python/bench
+PY_BENCH_PY := $(PY_BENCH_DIR)/venv/bin/python
 
-TEST_TARGETS += test-python
+TEST_TARGETS += test-python test-python-panic
 LINT_TARGETS += lint-python
+BENCH_TARGETS += bench-python
+RELIABILITY_TARGETS += test-python-panic test-python-bad-input
 
-.PHONY: test-python lint-python python-wheel
+.PHONY: test-python test-python-panic test-python-bad-input python-test-env lint-python \
+	python-wheel bench-python
 
 $(PY_BUILD_VENV)/bin/maturin: $(PY_DIR)/requirements-build.txt
 	rm -rf $(PY_BUILD_VENV)
 	$(PYTHON) -m venv $(PY_BUILD_VENV)
-	$(PY_BUILD_VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(PY_DIR)/requirements-build.txt
+	$(PY_BUILD_VENV)/bin/python $(PY_PIP) -r $(PY_DIR)/requirements-build.txt
 	touch $@
 
-## The wheel (abi3: one file for every CPython >= 3.9), in python/dist.
+## The wheel (abi3: one file for every CPython >= 3.9), in python/dist. A debug build (maturin's
+## default): the tests don't need speed; bench-python builds its own release wheel.
 python-wheel: $(PY_BUILD_VENV)/bin/maturin
 	rm -rf $(PY_DIST)
 	cd $(PY_DIR) && .venv-build/bin/maturin build --quiet --interpreter .venv-build/bin/python --out dist
 
-test-python: python-wheel
+## A fresh test environment with the wheel, the test tools and the benchmark's peers (for its
+## smoke run and its type check).
+python-test-env: python-wheel
 	rm -rf $(PY_TEST_VENV)
 	$(PYTHON) -m venv $(PY_TEST_VENV)
-	$(PY_TEST_PY) -m pip install -q --disable-pip-version-check -r $(PY_DIR)/requirements-test.txt
-	$(PY_TEST_PY) -m pip install -q --disable-pip-version-check --no-index $(PY_DIST)/agentbreaker-*.whl
+	$(PY_TEST_PY) $(PY_PIP) -r $(PY_DIR)/requirements-test.txt -r $(PY_DIR)/requirements-bench.txt
+	$(PY_TEST_PY) $(PY_PIP) --no-index $(PY_DIST)/agentbreaker-*.whl
 	$(PY_TEST_PY) -I -c "import agentbreaker; print('agentbreaker', agentbreaker.__version__)"
-	$(PY_TEST_PY) -m pytest -q -p no:cacheprovider $(PY_DIR)/tests
+
+test-python: python-test-env
+	$(PY_TEST_PY) $(PY_PYTEST) $(PY_DIR)/tests
+	$(PY_TEST_PY) $(PY_DIR)/bench/bench_python.py --smoke --out $(PY_TEST_VENV)/bench-smoke.jsonl
 	$(PY_TEST_PY) -m mypy.stubtest --mypy-config-file $(PY_DIR)/pyproject.toml agentbreaker._native
 	$(PY_MYPY) --strict -p agentbreaker
-	$(PY_MYPY) --strict $(PY_DIR)/tests $(PY_DIR)/examples
+	$(PY_MYPY) --strict $(PY_DIR)/tests $(PY_DIR)/examples $(PY_DIR)/bench
+
+## The bad-input matrix alone (it also runs in test-python).
+test-python-bad-input: python-test-env
+	$(PY_TEST_PY) $(PY_PYTEST) $(PY_DIR)/tests/test_bad_input*.py
+
+## The panic boundary: the core's `test-panic` feature makes `record_failure` (inside the
+## breaker's lock) and `analyze` panic on a trigger string; every such call must raise
+## InternalError (code INTERNAL) and leave the object working. A separate wheel and environment,
+## so the normal wheel stays panic-free (test-python checks that half).
+test-python-panic: $(PY_BUILD_VENV)/bin/maturin
+	rm -rf $(PY_PANIC_DIR)
+	cd $(PY_DIR) && .venv-build/bin/maturin build --quiet --features test-panic \
+	  --interpreter .venv-build/bin/python --out $(CURDIR)/$(PY_PANIC_DIR)/dist
+	$(PYTHON) -m venv $(PY_PANIC_DIR)/venv
+	$(PY_PANIC_PY) $(PY_PIP) -r $(PY_DIR)/requirements-test.txt
+	$(PY_PANIC_PY) $(PY_PIP) --no-index $(PY_PANIC_DIR)/dist/agentbreaker-*.whl
+	AGENTBREAKER_EXPECT_TEST_PANIC=1 $(PY_PANIC_PY) $(PY_PYTEST) $(PY_DIR)/tests/test_panic*.py
 
 lint-python:
 	rustfmt --edition 2024 --check bindings/python/src/*.rs
 	$(CARGO) clippy -p agentbreaker-python -- -D warnings
+	$(CARGO) clippy -p agentbreaker-python --features test-panic -- -D warnings
+
+## Benchmarks (issue 9): a release wheel, pybreaker and loopguard in one environment; ours and the
+## peers measured interleaved in one process. Writes target/bench/python.jsonl.
+bench-python: $(PY_BUILD_VENV)/bin/maturin
+	rm -rf $(PY_BENCH_DIR)
+	cd $(PY_DIR) && .venv-build/bin/maturin build --release --quiet \
+	  --interpreter .venv-build/bin/python --out $(CURDIR)/$(PY_BENCH_DIR)/dist
+	$(PYTHON) -m venv $(PY_BENCH_DIR)/venv
+	$(PY_BENCH_PY) $(PY_PIP) -r $(PY_DIR)/requirements-bench.txt
+	$(PY_BENCH_PY) $(PY_PIP) --no-index $(PY_BENCH_DIR)/dist/agentbreaker-*.whl
+	$(PY_BENCH_PY) -I $(PY_DIR)/bench/bench_python.py --out target/bench/python.jsonl
 
 ## Not part of `make test` (a few minutes): the suite's mutation check (tools/mutate_scenarios.py)
 ## run against the Python runner, which must fail every scenario whose expectation was changed.

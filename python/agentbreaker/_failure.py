@@ -1,14 +1,14 @@
 """`FailureBreaker` with the guarded-call idioms Python users know from pybreaker.
 
-The native class holds every rule; this subclass adds the ways to guard a call with it, all built
-on the same three steps (SPEC 2, "Guarded calls"):
+The native class holds every rule and the guarded call itself (``call``, ``__enter__`` and
+``__exit__``: one crossing into the native module per call); this subclass adds the decorator and
+the async forms, all built on the same three steps (SPEC 2, "Guarded calls"):
 
 1. ``try_acquire()`` asks ``should_allow_operation`` and raises `CircuitOpenError` (with the
    refusal message) when refused, so the guarded code never runs;
 2. the code runs;
-3. ``record_success()`` when it returned, ``record_failure(text)`` when it raised an `Exception`
-   (the text is ``str(exc)``, or the exception's class name when that is empty), and the exception
-   propagates unchanged.
+3. a success is recorded when it returned, a failure (``str(exc)``, or the exception's class name
+   when that is empty) when it raised an `Exception`, and the exception propagates unchanged.
 
 An exception that is not an `Exception` (``asyncio.CancelledError``, ``KeyboardInterrupt``,
 ``SystemExit``, ``GeneratorExit``) records nothing: a cancelled call says nothing about the
@@ -32,15 +32,6 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 
 __all__ = ["FailureBreaker"]
-
-
-def _error_text(exc: BaseException) -> str:
-    """The text a failure is recorded with: ``str(exc)``, or the class name when that is empty."""
-    try:
-        text = str(exc)
-    except Exception:  # a broken __str__ must not hide the failure
-        text = ""
-    return text or type(exc).__name__
 
 
 class FailureBreaker(_native.FailureBreaker):
@@ -69,23 +60,6 @@ class FailureBreaker(_native.FailureBreaker):
     __slots__ = ()
     __module__ = "agentbreaker"
 
-    def _record(self, exc: Optional[BaseException]) -> None:
-        if exc is None:
-            self.record_success()
-        elif isinstance(exc, Exception):
-            self.record_failure(_error_text(exc))
-
-    def call(self, func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-        """Runs ``func(*args, **kwargs)`` through the breaker and returns its result."""
-        self.try_acquire()
-        try:
-            result = func(*args, **kwargs)
-        except BaseException as exc:
-            self._record(exc)
-            raise
-        self.record_success()
-        return result
-
     async def call_async(
         self, func: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs
     ) -> R:
@@ -94,9 +68,9 @@ class FailureBreaker(_native.FailureBreaker):
         try:
             result = await func(*args, **kwargs)
         except BaseException as exc:
-            self._record(exc)
+            self.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        self.record_success()
+        self.__exit__(None, None, None)
         return result
 
     def __call__(self, func: Callable[P, R]) -> Callable[P, R]:
@@ -111,27 +85,21 @@ class FailureBreaker(_native.FailureBreaker):
             # The wrapper is a coroutine function of the same parameters and result.
             return cast("Callable[P, R]", guarded_coroutine)
 
-        @functools.wraps(func)
-        def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
-            return self.call(func, *args, **kwargs)
+        if type(self).call is not _native.FailureBreaker.call:
+            # A subclass with its own `call`: every call goes through it.
+            @functools.wraps(func)
+            def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+                return self.call(func, *args, **kwargs)
 
-        return guarded
+            return guarded
 
-    def __enter__(self) -> Self:
-        self.try_acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        self._record(exc)
+        # The native guarded call, without a Python frame in between (a method binds as usual).
+        native = _native.GuardedFunction(self, func)
+        functools.update_wrapper(native, func)
+        return cast("Callable[P, R]", native)
 
     async def __aenter__(self) -> Self:
-        self.try_acquire()
-        return self
+        return self.__enter__()
 
     async def __aexit__(
         self,
@@ -139,4 +107,4 @@ class FailureBreaker(_native.FailureBreaker):
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
     ) -> None:
-        self._record(exc)
+        self.__exit__(exc_type, exc, traceback)

@@ -2,9 +2,22 @@
 # mypy's stubtest in `make test-python`.
 
 import os
-from typing import Any, Callable, ClassVar, Literal, Mapping, Optional, Sequence, TypeVar, Union, overload
+from types import TracebackType
+from typing import (
+    Any,
+    Callable,
+    ClassVar,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+    TypeVar,
+    Union,
+    overload,
+)
 
-from typing_extensions import Self, disjoint_base, final
+from typing_extensions import ParamSpec, Self, disjoint_base, final
 
 from .types import (
     AgentEvent,
@@ -40,6 +53,7 @@ __all__ = [
     "ExitStrategy",
     "FailureBreaker",
     "FixPlan",
+    "GuardedFunction",
     "InternalError",
     "InvalidArgumentError",
     "InvalidConfigError",
@@ -61,6 +75,8 @@ __all__ = [
 __version__: str
 
 _L = TypeVar("_L", bound=Callable[[Event], object])
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 _Clock = Union[ManualClock, SystemClock, None]
 _Path = Union[str, os.PathLike[str]]
 
@@ -117,6 +133,14 @@ class FailureBreaker:
     def record_failure(self, error: str) -> None: ...
     def should_allow_operation(self) -> tuple[bool, Optional[str]]: ...
     def try_acquire(self) -> Optional[str]: ...
+    def call(self, func: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None: ...
     def get_status(self) -> FailureStatus: ...
     def metrics(self) -> FailureMetrics: ...
     def reset(self) -> None: ...
@@ -132,6 +156,17 @@ class FailureBreaker:
     def remove_listener(self, listener: Callable[[Event], object]) -> bool: ...
     @property
     def listener_errors(self) -> int: ...
+
+@final
+class GuardedFunction:
+    """What ``@breaker`` returns for a function: each call is ``breaker.call(func, ...)``."""
+
+    def __new__(cls, breaker: FailureBreaker, func: Callable[..., Any]) -> Self: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, instance: Any, owner: Any = None, /) -> Any: ...
+    @property
+    def breaker(self) -> FailureBreaker: ...
+    __wrapped__: Callable[..., Any]
 
 # --- StagnationBreaker (SPEC 3) ---------------------------------------------------------------
 

@@ -185,6 +185,14 @@ pub fn boundary<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| Err(internal(py, &*payload)))
 }
 
+/// Runs a short core call (no I/O, no waiting, a few hundred nanoseconds) with the GIL held,
+/// turning a panic into `InternalError`. Releasing and re-taking the GIL would cost more than the
+/// call itself. Safe because the core never waits for Python while it holds a lock of its own:
+/// listeners run after its locks are released (on this thread the GIL is then already held).
+pub fn attached<T>(py: Python<'_>, f: impl FnOnce() -> T) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| internal(py, &*payload))
+}
+
 /// Runs core code with the GIL released (a breaker may wait for its lock, and listeners re-acquire
 /// the GIL), turning a panic into `InternalError`.
 pub fn detached<T, F>(py: Python<'_>, f: F) -> PyResult<T>

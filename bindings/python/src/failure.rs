@@ -1,14 +1,25 @@
-//! `FailureBreaker` (SPEC 2). The guarded-call idioms (`@breaker`, `with`, `async with`, `call`)
-//! are in the Python package, on a subclass, built on `try_acquire`/`record_success`/
-//! `record_failure`.
+//! `FailureBreaker` (SPEC 2), and the guarded call: `call`, `with breaker:` (`__enter__` /
+//! `__exit__`) and `GuardedFunction`, the callable the `@breaker` decorator returns. A guarded
+//! call crosses into the native module once: the core's `try_acquire`, the Python callable, then
+//! the core's `record_success` or `record_failure`. The decorator itself and the async forms are
+//! in the Python package, on a subclass, built on these.
+//!
+//! The hot path (permission in CLOSED, a success) holds the GIL: those core calls take well under
+//! a microsecond, never wait for Python and do no I/O, so releasing the GIL would cost more than
+//! it saves. A breaker with `state_path` may write its file on a transition, so its calls release
+//! the GIL, as does recording a failure (the error text is fingerprinted).
 
-use agentbreaker::{Error, FailureConfig, Listener, ListenerId};
+use agentbreaker::{Error, FailureConfig, Listener, ListenerId, Permission};
+use pyo3::PyTraverseError;
+use pyo3::exceptions::{PyBaseException, PyException};
+use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::clock;
 use crate::convert::{arg_path, arg_str, config_from_arguments, required, to_json, to_py};
-use crate::errors::{IntoPyResult, boundary, detached, detached_result};
+use crate::errors::{IntoPyResult, argument, attached, boundary, detached, detached_result};
 use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
 
 /// Consecutive failures open the circuit; after a cooldown a probe decides whether it closes.
@@ -31,6 +42,98 @@ impl EventSource for FailureBreaker {
     }
     fn core_listener_errors(&self) -> u64 {
         self.inner.listener_errors()
+    }
+}
+
+/// `(True, None)`, the answer of `should_allow_operation` in CLOSED: built once, not per call.
+static ALLOWED: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+
+/// `types.MethodType`, for `GuardedFunction.__get__`.
+static METHOD_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The text a failure is recorded with: `str(exc)`, or the exception's class name when that is
+/// empty or cannot be computed (a broken `__str__` must not hide the failure). Lone surrogates
+/// are replaced, so every exception can be recorded.
+fn error_text(exception: &Bound<'_, PyAny>) -> String {
+    let text = exception
+        .str()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if text.is_empty() {
+        crate::convert::type_name(exception)
+    } else {
+        text
+    }
+}
+
+/// `InvalidArgumentError` (not a recorded failure) when `func` cannot be called.
+fn callable(func: &Bound<'_, PyAny>, what: &str) -> Result<(), Error> {
+    if func.is_callable() {
+        Ok(())
+    } else {
+        Err(argument(format!(
+            "{what} must be callable, not {}",
+            crate::convert::type_name(func)
+        )))
+    }
+}
+
+impl FailureBreaker {
+    /// A short core call: with the GIL held, unless the breaker may write its state file.
+    fn quick<T: Send>(&self, py: Python<'_>, f: impl Send + FnOnce() -> T) -> PyResult<T> {
+        if self.inner.config().state_path.is_some() {
+            detached(py, f)
+        } else {
+            attached(py, f)
+        }
+    }
+
+    /// The first half of a guarded call: `CircuitOpenError` with the refusal message, or the
+    /// permission.
+    fn acquire(&self, py: Python<'_>) -> PyResult<Permission> {
+        let inner = &self.inner;
+        self.quick(py, || inner.try_acquire())?.or_raise(py)
+    }
+
+    /// Records the outcome of a guarded call: a success when `exception` is None, a failure (with
+    /// its text) when it is an `Exception`, nothing for other `BaseException`s (a cancelled task,
+    /// `KeyboardInterrupt`, `SystemExit` say nothing about the service).
+    fn record_outcome(&self, py: Python<'_>, exception: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let inner = &self.inner;
+        match exception {
+            None => self.quick(py, || inner.record_success()),
+            Some(e) if e.is_instance_of::<PyException>() => {
+                let text = error_text(e);
+                detached(py, || inner.record_failure(&text))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// `func(*args, **kwargs)` through the breaker (SPEC 2, "Guarded calls").
+    fn guarded_call<'py>(
+        &self,
+        py: Python<'py>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.acquire(py)?;
+        match func.call(args, kwargs) {
+            Ok(result) => {
+                self.record_outcome(py, None)?;
+                Ok(result)
+            }
+            Err(error) => {
+                let exception = error.value(py).clone().into_any();
+                if let Err(internal) = self.record_outcome(py, Some(&exception)) {
+                    // Only a bug in the core gets here; the caller's exception stays attached.
+                    internal.set_cause(py, Some(error));
+                    return Err(internal);
+                }
+                Err(error)
+            }
+        }
     }
 }
 
@@ -62,7 +165,7 @@ pymethods_with_listeners!(FailureBreaker {
     /// Records a success: the count returns to 0; in HALF_OPEN the circuit closes.
     fn record_success(&self, py: Python<'_>) -> PyResult<()> {
         let inner = &self.inner;
-        detached(py, || inner.record_success())
+        self.quick(py, || inner.record_success())
     }
 
     /// Records a failure with the error's text.
@@ -76,18 +179,68 @@ pymethods_with_listeners!(FailureBreaker {
     }
 
     /// `(allowed, message)`; after the cooldown this call is the half-open probe.
-    fn should_allow_operation(&self, py: Python<'_>) -> PyResult<(bool, Option<String>)> {
+    fn should_allow_operation<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let inner = &self.inner;
-        let permission = detached(py, || inner.should_allow_operation())?;
-        Ok((permission.allowed, permission.message))
+        match self.quick(py, || inner.should_allow_operation())? {
+            Permission {
+                allowed: true,
+                message: None,
+            } => Ok(ALLOWED
+                .get_or_try_init(py, || (true, py.None()).into_pyobject(py).map(Bound::unbind))?
+                .bind(py)
+                .clone()),
+            Permission { allowed, message } => (allowed, message).into_pyobject(py),
+        }
     }
 
     /// The first half of a guarded call: raises `CircuitOpenError` (with the refusal message) when
     /// the breaker says no, else returns the permission's message (`None` when CLOSED). Record
     /// the outcome with `record_success`/`record_failure` afterwards.
     fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        let inner = &self.inner;
-        Ok(detached_result(py, || inner.try_acquire())?.message)
+        Ok(self.acquire(py)?.message)
+    }
+
+    /// Runs `func(*args, **kwargs)` through the breaker and returns its result: raises
+    /// `CircuitOpenError` without running it when refused; records a success when it returns and
+    /// a failure (`str(exc)`, or the class name when that is empty) when it raises an
+    /// `Exception`, which propagates unchanged. Other `BaseException`s record nothing.
+    #[pyo3(signature = (func, /, *args, **kwargs))]
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        func: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        callable(func, "func").or_raise(py)?;
+        self.guarded_call(py, func, args, kwargs)
+    }
+
+    /// `with breaker:` asks for permission (raising `CircuitOpenError` when refused, so the body
+    /// never runs) ...
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().acquire(slf.py())?;
+        Ok(slf)
+    }
+
+    /// ... and records the block's outcome as `call` does; the exception (if any) propagates.
+    #[pyo3(signature = (exc_type, exc, traceback))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        exc: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let _ = (exc_type, traceback);
+        if !exc.is_none() && !exc.is_instance_of::<PyBaseException>() {
+            return Err(argument(format!(
+                "exc must be an exception or None, not {}",
+                crate::convert::type_name(exc)
+            )))
+            .or_raise(py);
+        }
+        self.record_outcome(py, (!exc.is_none()).then_some(exc))
     }
 
     /// The status dict of SPEC 2.
@@ -178,3 +331,72 @@ pymethods_with_listeners!(FailureBreaker {
         ))
     }
 });
+
+/// What `@breaker` returns for a (non-coroutine) function: calling it is `breaker.call(func,
+/// *args, **kwargs)` without a Python frame in between. Like a function it binds as a method
+/// (`__get__`), can be weakly referenced and has a `__dict__`, so `functools.update_wrapper` gives
+/// it the function's name, doc, signature and `__wrapped__`.
+#[pyclass(frozen, dict, weakref, module = "agentbreaker._native")]
+#[derive(Debug)]
+pub struct GuardedFunction {
+    breaker: Py<FailureBreaker>,
+    func: Py<PyAny>,
+}
+
+#[pymethods]
+impl GuardedFunction {
+    #[new]
+    fn new(breaker: Bound<'_, FailureBreaker>, func: Bound<'_, PyAny>) -> PyResult<Self> {
+        let py = func.py();
+        callable(&func, "a guarded function").or_raise(py)?;
+        Ok(GuardedFunction {
+            breaker: breaker.unbind(),
+            func: func.unbind(),
+        })
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.breaker
+            .get()
+            .guarded_call(py, self.func.bind(py), args, kwargs)
+    }
+
+    /// A method of a class binds its instance, as a plain function does.
+    fn __get__<'py>(
+        slf: Bound<'py, Self>,
+        instance: Option<Bound<'py, PyAny>>,
+        owner: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = owner;
+        match instance {
+            Some(instance) if !instance.is_none() => {
+                let py = slf.py();
+                METHOD_TYPE
+                    .import(py, "types", "MethodType")?
+                    .call1((slf, instance))
+            }
+            _ => Ok(slf.into_any()),
+        }
+    }
+
+    /// The breaker guarding the calls.
+    #[getter]
+    fn breaker(&self, py: Python<'_>) -> Py<FailureBreaker> {
+        self.breaker.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<guarded {}>", self.func.bind(py).repr()?))
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.breaker)?;
+        visit.call(&self.func)
+    }
+}

@@ -31,6 +31,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<clock::ManualClock>()?;
     module.add_class::<clock::SystemClock>()?;
     module.add_class::<failure::FailureBreaker>()?;
+    module.add_class::<failure::GuardedFunction>()?;
     module.add_class::<stagnation::StagnationBreaker>()?;
     module.add_class::<budget::BudgetBreaker>()?;
     module.add_class::<strategy::ExitStrategy>()?;
