@@ -35,7 +35,8 @@ impl From<Error> for Failure {
 pub(crate) type Result<T> = std::result::Result<T, Failure>;
 
 thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    // `None` is "no error": clearing it on every successful call (the hot path) allocates nothing.
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
 fn set_last_error(message: String) {
@@ -44,6 +45,10 @@ fn set_last_error(message: String) {
         bytes.retain(|b| *b != 0);
         CString::new(bytes).unwrap_or_default()
     });
+    replace_last_error(Some(message));
+}
+
+fn replace_last_error(message: Option<CString>) {
     // `try_with`: during thread teardown the slot may be gone; then there is nobody to tell.
     let _ = LAST_ERROR.try_with(|slot| {
         if let Ok(mut slot) = slot.try_borrow_mut() {
@@ -58,7 +63,9 @@ pub(crate) fn last_error_message() -> *const c_char {
         .try_with(|slot| match slot.try_borrow() {
             // The pointer stays valid until the slot is next replaced (the next status-returning
             // call on this thread), as documented.
-            Ok(message) => message.as_ptr(),
+            Ok(message) => message
+                .as_ref()
+                .map_or(EMPTY.as_ptr().cast(), |m| m.as_ptr()),
             Err(_) => EMPTY.as_ptr().cast(),
         })
         .unwrap_or(EMPTY.as_ptr().cast())
@@ -78,7 +85,10 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// thread-local last error is set (or cleared on success).
 pub(crate) fn boundary(body: impl FnOnce() -> Result<()>) -> ab_status {
     let (status, message) = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => (ab_status::AB_OK, String::new()),
+        Ok(Ok(())) => {
+            replace_last_error(None);
+            return ab_status::AB_OK;
+        }
         Ok(Err(Failure::Core(e))) => (ab_status::of(&e), e.to_string()),
         Ok(Err(Failure::Null(name))) => (
             ab_status::AB_ERR_NULL_ARG,
