@@ -10,8 +10,10 @@ also pin down what the Python wrapper used to guarantee.
 
 from __future__ import annotations
 
+import copy
 import gc
 import inspect
+import pickle
 import threading
 import weakref
 from typing import Any, Callable, List
@@ -108,6 +110,21 @@ def test_the_traceback_reaches_the_caller() -> None:
         deep()
     names = [entry.name for entry in raised.traceback]
     assert "deep" in names
+
+
+MODULE_BREAKER = ab.FailureBreaker()
+
+
+@MODULE_BREAKER
+def module_level_tool(x: int) -> int:
+    return x * 2
+
+
+def test_a_decorated_function_pickles_and_copies_by_reference_as_a_function_does() -> None:
+    assert pickle.loads(pickle.dumps(module_level_tool)) is module_level_tool
+    assert copy.copy(module_level_tool) is module_level_tool
+    assert copy.deepcopy(module_level_tool) is module_level_tool
+    assert module_level_tool(2) == 4
 
 
 class Service:

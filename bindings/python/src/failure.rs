@@ -385,6 +385,12 @@ impl GuardedFunction {
         }
     }
 
+    /// Pickled by reference, as a function is: the name it is found under in its module (so a
+    /// decorated module-level function can go to another process, as with `multiprocessing`).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.getattr("__qualname__")
+    }
+
     /// The breaker guarding the calls.
     #[getter]
     fn breaker(&self, py: Python<'_>) -> Py<FailureBreaker> {
