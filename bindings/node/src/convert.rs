@@ -233,6 +233,26 @@ impl Walker {
     }
 }
 
+/// A value as a message shows it: its JSON, cut to [`MAX_SHOWN_CHARS`] characters, so that a
+/// message never repeats a huge input.
+pub fn shown(value: &Value) -> String {
+    let text = match value {
+        Value::String(s) => s.chars().take(MAX_SHOWN_CHARS + 1).collect::<String>(),
+        other => other.to_string(),
+    };
+    let cut = text.chars().count() > MAX_SHOWN_CHARS;
+    let text: String = text.chars().take(MAX_SHOWN_CHARS).collect();
+    let text = if value.is_string() {
+        format!("{text:?}")
+    } else {
+        text
+    };
+    if cut { format!("{text}...") } else { text }
+}
+
+/// How much of a value a message shows.
+pub const MAX_SHOWN_CHARS: usize = 80;
+
 /// The path of a value in messages (the start of a very long one).
 fn at(path: &str) -> String {
     const MAX_PATH_CHARS: usize = 80;

@@ -140,7 +140,8 @@ impl JsListeners {
             None => {
                 return Err(Failure::Core(agentbreaker::Error::InvalidArgument(
                     format!(
-                        "unknown event type {kind} (this object emits {})",
+                        "unknown event type {} (this object emits {})",
+                        crate::convert::shown(&kind),
                         types.join(", ")
                     ),
                 )));

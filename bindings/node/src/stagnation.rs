@@ -37,7 +37,10 @@ fn transient_option(options: Option<&Unknown<'_>>) -> Result<bool, Failure> {
     };
     if let Some(key) = map.keys().find(|k| k.as_str() != "transient") {
         return Err(Failure::Core(agentbreaker::Error::InvalidArgument(
-            format!("options: unknown key {key:?} (allowed: transient)"),
+            format!(
+                "options: unknown key {} (allowed: transient)",
+                crate::convert::shown(&Value::String(key.clone()))
+            ),
         )));
     }
     match map.get("transient") {
