@@ -231,6 +231,31 @@ def test_many_threads_share_one_guarded_function() -> None:
     assert (metrics["totalSuccesses"], metrics["totalFailures"]) == (3_600, 400)
 
 
+def test_threads_tripping_and_recovering_with_a_listener_do_not_deadlock() -> None:
+    """Guarded calls (the GIL held on the fast path) racing failures (recorded with the GIL
+    released) and transitions whose listener calls back into the breaker."""
+    breaker = ab.FailureBreaker(failure_threshold=3, cooldown_ms=0, half_open_max_probes=4)
+    events: List[str] = []
+    breaker.add_listener(lambda event: events.append(f"{event['type']}:{breaker.state}"))
+
+    def worker(seed: int) -> None:
+        for i in range(300):
+            try:
+                breaker.call(lambda: 1 / 0 if (i + seed) % 4 else None)
+            except (ZeroDivisionError, ab.CircuitOpenError):
+                pass
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)  # a hang guard, not a speed bound
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    metrics = breaker.metrics()
+    assert metrics["totalFailures"] + metrics["totalSuccesses"] <= 1_200
+    assert metrics["trips"] >= 1 and events and breaker.listener_errors == 0
+
+
 def test_re_entrant_calls_and_listeners_that_call_back_do_not_deadlock(
     clock: ab.ManualClock,
 ) -> None:
