@@ -10,6 +10,12 @@ Each surface's benchmark writes one JSON object per measured operation:
 `peer` and `peer_ns` are null for an operation without a peer (an absolute figure); several
 peers of one operation are several lines. Ratio = peer_ns / ours_ns (above 1: we are faster).
 
+Optional fields:
+    "unit": "bytes"      the two figures are bytes, not nanoseconds (memory rows)
+    "max": 25            the issue's bound on `ours` (in the row's unit): the goal column says
+                         whether it was met
+    "min_ratio": 10      the issue's bound on the ratio against this peer
+
 Usage: tools/bench_table.py [--dir target/bench] [--markdown docs/benchmarks.md]
 """
 
@@ -54,14 +60,39 @@ def fmt_ns(v):
     return f"{v:.1f} ns"
 
 
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit == "bytes":
+        v = float(v)
+        return f"{v / 1024:.2f} KiB" if v >= 1024 else f"{v:.0f} B"
+    return fmt_ns(v)
+
+
+def goal(r, ratio):
+    """The issue's bound for this row and whether the run met it ("" when the row has none)."""
+    parts, met = [], True
+    if r.get("max") is not None:
+        parts.append(f"<= {fmt(r['max'], r.get('unit'))}")
+        met = met and float(r["ours_ns"]) <= float(r["max"])
+    if r.get("min_ratio") is not None and ratio is not None:
+        parts.append(f">= {float(r['min_ratio']):g}x")
+        met = met and ratio >= float(r["min_ratio"])
+    if not parts:
+        return "-"
+    return " and ".join(parts) + (": met" if met else ": MISSED")
+
+
 def table(rows):
-    head = ("surface", "operation", "ours", "peer", "peer time", "ratio")
+    head = ("surface", "operation", "ours", "peer", "peer figure", "ratio", "goal")
     body = []
     for r in rows:
         peer_ns = r.get("peer_ns")
-        ratio = f"{float(peer_ns) / float(r['ours_ns']):.1f}x" if peer_ns else "-"
+        unit = r.get("unit")
+        ratio = float(peer_ns) / float(r["ours_ns"]) if peer_ns and float(r["ours_ns"]) > 0 else None
         op = r["operation"] + (f" ({r['note']})" if r.get("note") else "")
-        body.append((r["surface"], op, fmt_ns(r["ours_ns"]), r.get("peer") or "-", fmt_ns(peer_ns), ratio))
+        body.append((r["surface"], op, fmt(r["ours_ns"], unit), r.get("peer") or "-",
+                     fmt(peer_ns, unit), f"{ratio:.1f}x" if ratio is not None else "-", goal(r, ratio)))
     return head, body
 
 

@@ -1,8 +1,11 @@
 //! The BudgetBreaker (SPEC 4, seed 003): per-task halt conditions over an agent's event stream.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::Hasher;
+
+use rustc_hash::{FxHashMap, FxHasher};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::ser::SerializeMap;
@@ -523,8 +526,11 @@ struct Task {
     last_event_at: u64,
     tool_calls: u64,
     spend_cents: f64,
-    /// Token-hash sets of the last `loopWindow` assistant outputs.
-    outputs: VecDeque<Vec<u64>>,
+    /// The token-hash set of the last assistant output.
+    last_output: Option<Vec<u64>>,
+    /// Jaccard similarity of each consecutive pair among the last `loopWindow` outputs, oldest
+    /// first (so a new output costs one comparison, not `loopWindow - 1`).
+    similarities: VecDeque<f64>,
     halted: bool,
 }
 
@@ -536,7 +542,8 @@ impl Task {
             last_event_at: now,
             tool_calls: 0,
             spend_cents: 0.0,
-            outputs: VecDeque::new(),
+            last_output: None,
+            similarities: VecDeque::new(),
             halted: false,
         }
     }
@@ -546,7 +553,7 @@ impl Task {
 struct Inner {
     /// Open tasks by opening sequence number.
     tasks: BTreeMap<u64, Task>,
-    by_id: HashMap<String, u64>,
+    by_id: FxHashMap<String, u64>,
     next_seq: u64,
     stack: Vec<String>,
     ignored_events: u64,
@@ -691,9 +698,17 @@ impl BudgetBreaker {
             inner.ignored_events = inner.ignored_events.saturating_add(1);
             return Ok(None);
         }
-        let target = self.target(inner, event).map(str::to_string);
+        // Borrowed from the event or the session's name; owned only for a task from the stack.
+        let target: Option<Cow<'_, str>> = match self.target(inner, event) {
+            None => None,
+            Some(SESSION_TASK) => Some(Cow::Borrowed(SESSION_TASK)),
+            Some(id) if event.task_id.as_deref() == Some(id) => Some(Cow::Borrowed(
+                event.task_id.as_deref().unwrap_or(SESSION_TASK),
+            )),
+            Some(id) => Some(Cow::Owned(id.to_string())),
+        };
         if let Some(id) = &target
-            && !inner.by_id.contains_key(id)
+            && !inner.by_id.contains_key(id.as_ref())
             && inner.tasks.len() >= MAX_OPEN_TASKS
         {
             return Err(too_many_tasks());
@@ -713,8 +728,8 @@ impl BudgetBreaker {
         let task = inner.open(&id, now);
         task.last_event_at = now;
         if let EventKind::Heartbeat(Phase::Starting) = event.kind {
-            if !inner.stack.contains(&id) {
-                inner.stack.push(id.clone());
+            if !inner.stack.iter().any(|t| *t == id) {
+                inner.stack.push(id.into_owned());
             }
             return Ok(None);
         }
@@ -740,12 +755,16 @@ impl BudgetBreaker {
                 )
             }
             EventKind::Assistant(text) => {
-                if task.outputs.len() >= c.loop_window as usize {
-                    task.outputs.pop_front();
+                let set = token_set(text, c.max_tokens_per_output as usize);
+                if let Some(last) = &task.last_output {
+                    // A window of `loopWindow` outputs has `loopWindow - 1` pairs.
+                    if task.similarities.len() + 1 >= c.loop_window as usize {
+                        task.similarities.pop_front();
+                    }
+                    task.similarities.push_back(jaccard(last, &set));
                 }
-                task.outputs
-                    .push_back(token_set(text, c.max_tokens_per_output as usize));
-                output_loop(&task.outputs, c)
+                task.last_output = Some(set);
+                output_loop(&task.similarities, c)
             }
             _ => None,
         };
@@ -753,7 +772,7 @@ impl BudgetBreaker {
         let halt = reason.map(|reason| {
             task.halted = true;
             Halt {
-                task_id: id,
+                task_id: id.into_owned(),
                 reason,
             }
         });
@@ -855,18 +874,117 @@ fn duration_halt(task: &Task, now: u64, c: &BudgetConfig) -> Option<HaltReason> 
 
 /// The whitespace tokens of `text` (the first `max` of them) as a sorted set of 64-bit hashes.
 pub(crate) fn token_set(text: &str, max: usize) -> Vec<u64> {
-    let mut set: Vec<u64> = text
-        .split_whitespace()
-        .take(max)
-        .map(|token| {
-            let mut h = DefaultHasher::new();
-            token.hash(&mut h);
-            h.finish()
-        })
-        .collect();
+    let hash = |token: &[u8]| {
+        let mut h = FxHasher::default();
+        h.write(token);
+        h.finish()
+    };
+    let mut set: Vec<u64> = Vec::with_capacity(max.min(text.len() / 2 + 1));
+    if text.is_ascii() {
+        // The common case, byte by byte: the same tokens as `Tokens`.
+        let mut rest = text.as_bytes();
+        while set.len() < max {
+            let Some(start) = rest.iter().position(|&b| !ascii_space(b)) else {
+                break;
+            };
+            rest = &rest[start..];
+            let end = rest
+                .iter()
+                .position(|&b| ascii_space(b))
+                .unwrap_or(rest.len());
+            set.push(hash(&rest[..end]));
+            rest = &rest[end..];
+        }
+    } else {
+        set.extend(Tokens::new(text).take(max).map(|t| hash(t.as_bytes())));
+    }
     set.sort_unstable();
     set.dedup();
     set
+}
+
+/// `str::split_whitespace` (Unicode `White_Space`), with a fast path for ASCII bytes: the
+/// tokenizer is most of the cost of an assistant event.
+struct Tokens<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn new(text: &'a str) -> Self {
+        Tokens { text, at: 0 }
+    }
+
+    /// The character at `at` (a char boundary) when it is not ASCII: whether it is whitespace,
+    /// and its length.
+    fn wide(&self, at: usize) -> (bool, usize) {
+        self.text[at..]
+            .chars()
+            .next()
+            .map_or((false, 1), |c| (c.is_whitespace(), c.len_utf8()))
+    }
+}
+
+/// `char::is_whitespace` for an ASCII byte.
+#[inline(always)]
+fn ascii_space(b: u8) -> bool {
+    ASCII_SPACE[usize::from(b)]
+}
+
+/// `char::is_whitespace` of each byte below 0x80 (tab, line feed, vertical tab, form feed,
+/// carriage return, space); false for the rest.
+static ASCII_SPACE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 9;
+    while b <= 13 {
+        table[b] = true;
+        b += 1;
+    }
+    table[32] = true;
+    table
+};
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        let mut i = self.at;
+        // Skip whitespace.
+        loop {
+            let Some(&b) = bytes.get(i) else {
+                self.at = i;
+                return None;
+            };
+            if b < 0x80 {
+                if !ascii_space(b) {
+                    break;
+                }
+                i += 1;
+            } else {
+                match self.wide(i) {
+                    (true, n) => i += n,
+                    (false, _) => break,
+                }
+            }
+        }
+        let start = i;
+        while let Some(&b) = bytes.get(i) {
+            if b < 0x80 {
+                if ascii_space(b) {
+                    break;
+                }
+                i += 1;
+            } else {
+                match self.wide(i) {
+                    (true, _) => break,
+                    (false, n) => i += n,
+                }
+            }
+        }
+        self.at = i;
+        Some(&self.text[start..i])
+    }
 }
 
 /// Jaccard similarity of two sorted sets; two empty sets compare as 1.0.
@@ -889,15 +1007,13 @@ pub(crate) fn jaccard(a: &[u64], b: &[u64]) -> f64 {
     common as f64 / (a.len() + b.len() - common) as f64
 }
 
-fn output_loop(outputs: &VecDeque<Vec<u64>>, c: &BudgetConfig) -> Option<HaltReason> {
-    if outputs.len() < c.loop_window as usize {
+/// A loop when the last `loopWindow` outputs (their `loopWindow - 1` consecutive pairs) are all
+/// at least `similarityJaccardThreshold` alike; the reported similarity is the smallest.
+fn output_loop(similarities: &VecDeque<f64>, c: &BudgetConfig) -> Option<HaltReason> {
+    if similarities.len() + 1 < c.loop_window as usize {
         return None;
     }
-    let smallest = outputs
-        .iter()
-        .zip(outputs.iter().skip(1))
-        .map(|(a, b)| jaccard(a, b))
-        .fold(f64::INFINITY, f64::min);
+    let smallest = similarities.iter().copied().fold(f64::INFINITY, f64::min);
     (smallest >= c.similarity_jaccard_threshold).then_some(HaltReason::OutputLoop {
         window_size: c.loop_window,
         similarity_jaccard: smallest,
@@ -1003,6 +1119,61 @@ mod tests {
             jaccard(&token_set("x y", 512), &token_set("y z", 512)),
             1.0 / 3.0
         );
+    }
+
+    #[test]
+    fn tokens_split_like_split_whitespace() {
+        let samples = [
+            "",
+            " ",
+            "a",
+            "  a  b\t\tc\n",
+            "x\u{0b}y\u{0c}z\r\nw",
+            "non\u{a0}breaking\u{3000}ideographic\u{2028}line\u{85}next",
+            "\u{1c}\u{1f} are not whitespace",
+            "héllo wörld 日本語 テスト\u{200a}hair",
+            "trailing\u{205f}",
+        ];
+        for text in samples {
+            let ours: Vec<&str> = Tokens::new(text).collect();
+            let std: Vec<&str> = text.split_whitespace().collect();
+            assert_eq!(ours, std, "{text:?}");
+        }
+    }
+
+    /// `token_set` as the SPEC words it: the first `max` whitespace tokens, hashed, as a set.
+    fn reference_token_set(text: &str, max: usize) -> Vec<u64> {
+        let mut set: Vec<u64> = text
+            .split_whitespace()
+            .take(max)
+            .map(|t| {
+                let mut h = FxHasher::default();
+                h.write(t.as_bytes());
+                h.finish()
+            })
+            .collect();
+        set.sort_unstable();
+        set.dedup();
+        set
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn token_set_matches_the_reference_on_ascii_and_unicode_text(
+            text in "([ a-c\t\n\u{0b}\u{0c}\r\u{1c}]{0,30}|[ a-c\t\n\u{85}\u{a0}\u{3000}é]{0,30})",
+            max in 0usize..12,
+        ) {
+            proptest::prop_assert_eq!(token_set(&text, max), reference_token_set(&text, max));
+        }
+
+        #[test]
+        fn tokens_split_like_split_whitespace_on_any_text(
+            text in "[ a-zé\t\n\u{0b}\u{0c}\r\u{85}\u{a0}\u{1680}\u{2000}-\u{200b}\u{2028}\u{2029}\u{202f}\u{205f}\u{3000}\u{1c}-\u{1f}日]{0,40}"
+        ) {
+            let ours: Vec<&str> = Tokens::new(&text).collect();
+            let std: Vec<&str> = text.split_whitespace().collect();
+            proptest::prop_assert_eq!(ours, std);
+        }
     }
 
     #[test]

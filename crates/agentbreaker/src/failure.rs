@@ -3,8 +3,10 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
@@ -262,7 +264,6 @@ struct Inner {
 #[derive(Debug, Default)]
 struct Lifetime {
     total_failures: u64,
-    total_successes: u64,
     trips: u64,
     recoveries: u64,
     reopenings: u64,
@@ -276,6 +277,71 @@ struct Lifetime {
 struct StateFile {
     path: PathBuf,
     last_written: Mutex<u64>,
+}
+
+/// Lock-free mirrors of the state, so the hot path (a permission and a success in CLOSED with no
+/// failures pending) takes no lock and reads no clock. They are written only while the state lock
+/// is held, when its guard is dropped (`Locked`): `pending` before `state`, so a reader that sees
+/// CLOSED and then nothing pending saw a moment when both were true.
+#[derive(Debug, Default)]
+struct Fast {
+    /// `State as u8` (0 CLOSED, 1 HALF_OPEN, 2 OPEN).
+    state: AtomicU8,
+    /// Failures or an identical-error run are pending: a success has something to clear.
+    pending: AtomicBool,
+    /// Lifetime successes (a metric, kept outside the lock so the fast path can count).
+    successes: AtomicU64,
+}
+
+impl Fast {
+    fn state(&self) -> State {
+        match self.state.load(Ordering::SeqCst) {
+            0 => State::Closed,
+            1 => State::HalfOpen,
+            _ => State::Open,
+        }
+    }
+
+    fn sync(&self, inner: &Inner) {
+        let pending = inner.consecutive_failures > 0 || inner.identical_run.is_some();
+        self.pending.store(pending, Ordering::SeqCst);
+        let code = match inner.state {
+            State::Closed => 0,
+            State::HalfOpen => 1,
+            State::Open => 2,
+        };
+        self.state.store(code, Ordering::SeqCst);
+    }
+
+    /// CLOSED with nothing pending: a success only counts, a permission is granted.
+    fn idle_closed(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == 0 && !self.pending.load(Ordering::SeqCst)
+    }
+}
+
+/// The state lock's guard: on release it refreshes the lock-free mirrors.
+struct Locked<'a> {
+    guard: MutexGuard<'a, Inner>,
+    fast: &'a Fast,
+}
+
+impl Deref for Locked<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.guard
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.fast.sync(&self.guard);
+    }
 }
 
 /// Work to finish after the state lock is released: events to emit and a snapshot to save.
@@ -292,6 +358,7 @@ pub struct FailureBreaker {
     warning_threshold: u32,
     clock: SharedClock,
     inner: Mutex<Inner>,
+    fast: Fast,
     listeners: Listeners,
     state_file: Option<StateFile>,
 }
@@ -324,6 +391,7 @@ impl FailureBreaker {
             config,
             clock,
             inner: Mutex::new(Inner::default()),
+            fast: Fast::default(),
             listeners: Listeners::default(),
             state_file,
         };
@@ -338,8 +406,11 @@ impl FailureBreaker {
         &self.config
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> Locked<'_> {
+        Locked {
+            guard: self.inner.lock().unwrap_or_else(|p| p.into_inner()),
+            fast: &self.fast,
+        }
     }
 
     /// After the state lock is released (the events were queued under it): save, then deliver.
@@ -405,13 +476,16 @@ impl FailureBreaker {
 
     /// Records a success: the count returns to 0; in HALF_OPEN the circuit closes.
     pub fn record_success(&self) {
+        self.fast.successes.fetch_add(1, Ordering::Relaxed);
+        if self.fast.idle_closed() {
+            return;
+        }
         let now = self.clock.now_ms();
         let mut after = After::default();
         {
             let mut inner = self.lock();
             inner.consecutive_failures = 0;
             inner.identical_run = None;
-            inner.metrics.total_successes = inner.metrics.total_successes.saturating_add(1);
             if inner.state == State::HalfOpen {
                 Self::transition(
                     &mut inner,
@@ -534,6 +608,12 @@ impl FailureBreaker {
     /// Asks whether an operation may run now (SPEC 2). In OPEN with the cooldown over this call
     /// moves the circuit to HALF_OPEN and is the probe.
     pub fn should_allow_operation(&self) -> Permission {
+        if self.fast.state() == State::Closed {
+            return Permission {
+                allowed: true,
+                message: None,
+            };
+        }
         let mut inner = self.lock();
         if inner.state == State::Closed {
             return Permission {
@@ -601,7 +681,7 @@ impl FailureBreaker {
 
     /// The current state (without the lazy OPEN→HALF_OPEN move).
     pub fn state(&self) -> State {
-        self.lock().state
+        self.fast.state()
     }
 
     /// The status object of SPEC 2.
@@ -638,7 +718,7 @@ impl FailureBreaker {
         };
         FailureMetrics {
             total_failures: m.total_failures,
-            total_successes: m.total_successes,
+            total_successes: self.fast.successes.load(Ordering::Relaxed),
             trips: m.trips,
             recoveries: m.recoveries,
             reopenings: m.reopenings,
