@@ -44,6 +44,9 @@ fn measure<T>(n: usize, make: impl Fn() -> T) -> f64 {
     total as f64 / n as f64
 }
 
+/// An operation, our bytes, and the peers' (name, bytes).
+type Row = (&'static str, f64, Vec<(&'static str, f64)>);
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo bench -- --list` from tooling
@@ -56,7 +59,7 @@ fn main() {
             ("failsafe", measure(n, || failsafe::Config::new().build())),
         ]
     };
-    let rows: Vec<(&str, f64, Vec<(&str, f64)>)> = vec![
+    let rows: Vec<Row> = vec![
         ("idle FailureBreaker", measure(1, failure), closed_peers(1)),
         (
             "FailureBreaker, each of 100 000",
