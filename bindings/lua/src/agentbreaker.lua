@@ -9,6 +9,8 @@
 local raw = ...
 
 local error, pcall, select, tostring, type = error, pcall, select, tostring, type
+local getmetatable, next, setmetatable = getmetatable, next, setmetatable
+local floor, huge = math.floor, math.huge
 local unpack = table.unpack or unpack
 
 local function check(ok, ...)
@@ -27,6 +29,13 @@ local function method(name)
   return function(self, ...)
     return check(f(self, ...))
   end
+end
+
+-- The objects each class made, as weak keys: a hot-path method checks `self` with one table
+-- lookup and then calls a raw function that takes the object straight from the Lua stack; with
+-- anything else it calls the ordinary raw function, which reports the misuse.
+local function objectSet()
+  return setmetatable({}, { __mode = "k" })
 end
 
 local function readOnly(class)
@@ -77,13 +86,42 @@ M.SystemClock = {
 local CircuitBreaker = {}
 M.CircuitBreaker = CircuitBreaker
 
+local circuitBreakers = objectSet()
+
 function CircuitBreaker.new(config)
-  return check(raw.failure_new(config))
+  local cb = check(raw.failure_new(config))
+  circuitBreakers[cb] = true
+  return cb
 end
 
-CircuitBreaker.recordSuccess = method("failure_record_success")
 CircuitBreaker.recordFailure = method("failure_record_failure")
-CircuitBreaker.shouldAllowOperation = method("failure_should_allow_operation")
+
+-- The hot path, once per agent step: no varargs, no tables, no allocation.
+local recordSuccessChecked = method("failure_record_success")
+local recordSuccessFast = raw.failure_record_success_fast
+function CircuitBreaker.recordSuccess(self)
+  if circuitBreakers[self] then
+    local err = recordSuccessFast(self)
+    if err ~= nil then
+      error(err, 0)
+    end
+    return
+  end
+  return recordSuccessChecked(self)
+end
+
+local shouldAllowChecked = method("failure_should_allow_operation")
+local shouldAllowFast = raw.failure_should_allow_operation_fast
+function CircuitBreaker.shouldAllowOperation(self)
+  if circuitBreakers[self] then
+    local allowed, message = shouldAllowFast(self)
+    if allowed == nil then
+      error(message, 0)
+    end
+    return allowed, message
+  end
+  return shouldAllowChecked(self)
+end
 CircuitBreaker.getStatus = method("failure_get_status")
 CircuitBreaker.metrics = method("failure_metrics")
 CircuitBreaker.reset = method("failure_reset")
@@ -112,7 +150,7 @@ function CircuitBreaker.call(self, fn, ...)
   check(raw.failure_acquire(self, fn))
   local results = pack(pcall(fn, ...))
   if results[1] then
-    check(raw.failure_record_success(self))
+    CircuitBreaker.recordSuccess(self)
     return unpack(results, 2, results.n)
   end
   check(raw.failure_record_failure(self, errorText(results[2])))
@@ -176,13 +214,60 @@ end
 
 local StagnationBreaker = {}
 M.StagnationBreaker = StagnationBreaker
+local stagnationBreakers = objectSet()
 function StagnationBreaker.new(config)
-  return check(raw.stagnation_new(config))
+  local sb = check(raw.stagnation_new(config))
+  stagnationBreakers[sb] = true
+  return sb
 end
-StagnationBreaker.recordProgress = method("stagnation_record_progress")
 StagnationBreaker.recordError = method("stagnation_record_error")
 StagnationBreaker.recordStep = method("stagnation_record_step")
-StagnationBreaker.check = method("stagnation_check")
+
+-- The hot path, once per iteration. A plain metrics table (no metatable, no keys but the three
+-- counts) goes to the raw function as three values; the raw function takes counts that are whole
+-- numbers >= 0 (or nil). Anything else takes the ordinary path, which converts the whole table
+-- and reports what is wrong.
+local METRIC_KEYS = { filesChanged = true, testsPassing = true, outputLength = true }
+local recordProgressChecked = method("stagnation_record_progress")
+local recordProgressFast = raw.stagnation_record_progress_fast
+function StagnationBreaker.recordProgress(self, metrics)
+  if stagnationBreakers[self] and type(metrics) == "table" and getmetatable(metrics) == nil then
+    local plain = true
+    for key in next, metrics do
+      if METRIC_KEYS[key] == nil then
+        plain = false
+        break
+      end
+    end
+    if plain then
+      local done, err = recordProgressFast(self, metrics.filesChanged, metrics.testsPassing,
+        metrics.outputLength)
+      if done then
+        return
+      elseif err ~= nil then
+        error(err, 0)
+      end
+    end
+  end
+  return recordProgressChecked(self, metrics)
+end
+
+-- Results are marked objects, as every table the module returns.
+local objectMeta = raw.object_mt
+local STATE_NAMES = { "CLOSED", "HALF_OPEN", "OPEN" } -- the raw functions' state numbers
+local checkChecked = method("stagnation_check")
+local checkFast = raw.stagnation_check_fast
+function StagnationBreaker.check(self)
+  if stagnationBreakers[self] then
+    local allowContinue, state, reason = checkFast(self)
+    if allowContinue == nil then
+      error(reason, 0)
+    end
+    return setmetatable({ allowContinue = allowContinue, state = STATE_NAMES[state], reason = reason },
+      objectMeta)
+  end
+  return checkChecked(self)
+end
 StagnationBreaker.getStatus = method("stagnation_get_status")
 StagnationBreaker.reset = method("stagnation_reset")
 StagnationBreaker.snapshot = method("stagnation_snapshot")
@@ -199,10 +284,79 @@ metas.StagnationBreaker = {
 
 local BudgetBreaker = {}
 M.BudgetBreaker = BudgetBreaker
+local budgetBreakers = objectSet()
 function BudgetBreaker.new(config)
-  return check(raw.budget_new(config))
+  local bb = check(raw.budget_new(config))
+  budgetBreakers[bb] = true
+  return bb
 end
-BudgetBreaker.ingest = method("budget_ingest")
+
+-- Whether a value certainly converts to JSON (see convert.rs): a string, a boolean, a finite
+-- number, or a table without metatable whose keys are all strings or exactly 1..n and whose
+-- values are such values, at most 16 deep. (No means: let the full conversion decide.)
+local function plainJson(value, depth)
+  local kind = type(value)
+  if kind == "string" or kind == "boolean" then
+    return true
+  elseif kind == "number" then
+    return value == value and value ~= huge and value ~= -huge
+  elseif kind ~= "table" or depth > 16 or getmetatable(value) ~= nil then
+    return false
+  end
+  local named, indexed, last = false, 0, 0
+  for key, item in next, value do
+    if type(key) == "string" then
+      named = true
+    elseif type(key) == "number" and key >= 1 and key == floor(key) then
+      indexed = indexed + 1
+      if key > last then
+        last = key
+      end
+    else
+      return false
+    end
+    if not plainJson(item, depth + 1) then
+      return false
+    end
+  end
+  return not (named and indexed > 0) and last == indexed
+end
+
+-- The hot path, once per event of the stream: a plain `tool_use` or `assistant` event (no
+-- metatable; only the keys below, each a plain value) goes to the raw function as its kind, name
+-- or text and taskId. Anything else takes the ordinary path (the whole event converted to JSON).
+local TOOL_USE_KEYS = { type = true, name = true, taskId = true, input = true }
+local ASSISTANT_KEYS = { type = true, text = true, taskId = true }
+local ingestChecked = method("budget_ingest")
+local ingestFast = raw.budget_ingest_fast
+function BudgetBreaker.ingest(self, event)
+  if budgetBreakers[self] and type(event) == "table" and getmetatable(event) == nil then
+    local kind, taskId = event.type, event.taskId
+    local keys, payload
+    if kind == "tool_use" then
+      keys, payload = TOOL_USE_KEYS, event.name
+    elseif kind == "assistant" then
+      keys, payload = ASSISTANT_KEYS, event.text
+    end
+    if keys and type(payload) == "string" and (taskId == nil or type(taskId) == "string") then
+      local plain = true
+      for key, value in next, event do
+        if keys[key] == nil or (key == "input" and not plainJson(value, 1)) then
+          plain = false
+          break
+        end
+      end
+      if plain then
+        local halt, err = ingestFast(self, keys == TOOL_USE_KEYS, payload, taskId)
+        if err ~= nil then
+          error(err, 0)
+        end
+        return halt
+      end
+    end
+  end
+  return ingestChecked(self, event)
+end
 BudgetBreaker.tick = method("budget_tick")
 BudgetBreaker.snapshot = method("budget_snapshot")
 BudgetBreaker.reset = method("budget_reset")

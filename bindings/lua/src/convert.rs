@@ -22,7 +22,7 @@
 //! Lua integers (numbers in Lua 5.1), `null` inside an object is an absent key (`nil`) and inside a
 //! list `agentbreaker.null`.
 
-use agentbreaker::Error;
+use agentbreaker::{Error, State};
 use mlua::{Integer, Lua, Table, Value};
 use serde_json::{Map, Number, Value as Json};
 
@@ -77,6 +77,12 @@ pub(crate) fn init(lua: &Lua) -> mlua::Result<()> {
         lua.set_named_registry_value(name, mt)?;
     }
     Ok(())
+}
+
+/// The marker metatable of the objects results are made of (the Lua side makes some result
+/// tables itself and marks them with it).
+pub(crate) fn object_metatable(lua: &Lua) -> mlua::Result<Table> {
+    lua.named_registry_value::<Table>(OBJECT_MT)
 }
 
 /// The Lua type name of a value, for messages.
@@ -320,6 +326,28 @@ pub(crate) fn to_u64(value: &Value, what: &str) -> Result<u64, Error> {
             None => Err(bad()),
         },
         _ => Err(bad()),
+    }
+}
+
+/// A count of the hot path: `nil` is 0, a whole number >= 0 is itself (as [`to_u64`] reads it);
+/// anything else is `None` (the caller then converts the whole argument, which reports it).
+pub(crate) fn count_or_zero(value: &Value) -> Option<u64> {
+    match value {
+        Value::Nil => Some(0),
+        Value::Integer(i) => u64::try_from(*i).ok(),
+        Value::Number(n) => number(*n).and_then(|j| j.as_u64()),
+        _ => None,
+    }
+}
+
+/// A state as the hot path returns it: 1 CLOSED, 2 HALF_OPEN, 3 OPEN (the Lua side's
+/// `STATE_NAMES`). Pushing a number costs nothing; making a Lua string from a module costs a
+/// protected call.
+pub(crate) fn state_number(state: State) -> u8 {
+    match state {
+        State::Closed => 1,
+        State::HalfOpen => 2,
+        State::Open => 3,
     }
 }
 

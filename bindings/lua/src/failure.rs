@@ -9,8 +9,8 @@ use serde_json::{Value as Json, json};
 
 use crate::convert::{self, Ctx, lua_error};
 use crate::{
-    Class, Handle, add_listeners, core, event_source, export, export_listener_methods, none,
-    object, options, ret, ret_json, this,
+    Checked, Class, Handle, add_listeners, core, event_source, export, export_fast,
+    export_listener_methods, none, object, options, ret, ret_json, this,
 };
 
 /// Registry name of the Lua side's default seed logger (print / warn).
@@ -131,6 +131,29 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         |lua, (s,): (Value,)| {
             let p = core::<FailureBreaker>(&s, "shouldAllowOperation")?.should_allow_operation();
             ret(lua, (p.allowed, p.message))
+        },
+    )?;
+    // The hot path (the Lua side checks `self` first): nothing, or the error text.
+    export_fast(
+        lua,
+        raw,
+        "failure_record_success_fast",
+        Some,
+        |_, s: Checked<FailureBreaker>| {
+            s.core.record_success();
+            Ok(None::<String>)
+        },
+    )?;
+    // `allowed, message`, or `nil, error text`. A refusal is data, not an error: its message is
+    // the one string made.
+    export_fast(
+        lua,
+        raw,
+        "failure_should_allow_operation_fast",
+        |e| (None, Some(e)),
+        |_, s: Checked<FailureBreaker>| {
+            let p = s.core.should_allow_operation();
+            Ok((Some(p.allowed), p.message))
         },
     )?;
     export(lua, raw, "failure_acquire", |_, (s, f): (Value, Value)| {

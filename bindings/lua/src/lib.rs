@@ -71,6 +71,47 @@ where
     raw.raw_set(name, function)
 }
 
+/// Registers a raw function of the hot path (a method called once per agent step): like
+/// [`export`], but the results go straight onto the Lua stack in the shape `R` chosen for that
+/// method (no `MultiValue`, no allocation), and an error or a panic becomes
+/// `on_error("CODE: message")` in that shape, which the Lua side raises. Registry values are not
+/// expired here (every other raw function does it).
+///
+/// Hot-path functions take their object as [`Checked`]: the Lua side calls them only after it has
+/// checked `self` (see `agentbreaker.lua`), and calls the ordinary raw function, which reports a
+/// misuse as `INVALID_ARGUMENT`, otherwise.
+pub(crate) fn export_fast<A, R, F>(
+    lua: &Lua,
+    raw: &Table,
+    name: &'static str,
+    on_error: fn(String) -> R,
+    f: F,
+) -> mlua::Result<()>
+where
+    A: FromLuaMulti,
+    R: IntoLuaMulti + 'static,
+    F: Fn(&Lua, A) -> Result<R, Error> + 'static,
+{
+    let function = lua.create_function(move |lua, args: A| {
+        // Listeners the core calls during the operation find their functions in this state.
+        let _active = listeners::enter(lua);
+        let outcome = catch_unwind(AssertUnwindSafe(|| f(lua, args))).unwrap_or_else(|panic| {
+            Err(Error::Internal(format!(
+                "panic in {name}: {}",
+                panic_text(&*panic)
+            )))
+        });
+        Ok(outcome.unwrap_or_else(|e| on_error(e.to_string())))
+    })?;
+    raw.raw_set(name, function)
+}
+
+/// The object of a hot-path method, borrowed straight from the Lua stack (no reference slot, no
+/// allocation). The Lua side has checked its class (were anything else passed, mlua would raise
+/// its conversion error: never a crash). The borrow is shared: a listener called during the
+/// operation may use the object again.
+pub(crate) type Checked<T> = UserDataRef<Handle<T>>;
+
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_string()
@@ -139,18 +180,22 @@ impl<T: Class> UserData for Handle<T> {
 
 /// The object a method was called on (`self`), or `INVALID_ARGUMENT` naming the method.
 pub(crate) fn this<T: Class>(value: &Value, method: &str) -> Result<UserDataRef<Handle<T>>, Error> {
-    let wrong = || {
-        Error::InvalidArgument(format!(
-            "{}.{method}: self must be a {}, not a {} (call it as obj:{method}(...))",
-            T::NAME,
-            T::NAME,
-            lua_type(value)
-        ))
-    };
     match value {
-        Value::UserData(ud) => ud.borrow::<Handle<T>>().map_err(|_| wrong()),
-        _ => Err(wrong()),
+        Value::UserData(ud) => ud
+            .borrow::<Handle<T>>()
+            .map_err(|_| not_self::<T>(value, method)),
+        _ => Err(not_self::<T>(value, method)),
     }
+}
+
+/// The error of a method called on something that is not a `T`.
+fn not_self<T: Class>(value: &Value, method: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "{}.{method}: self must be a {}, not a {} (call it as obj:{method}(...))",
+        T::NAME,
+        T::NAME,
+        lua_type(value)
+    ))
 }
 
 /// The core object of `self` (the borrow of the Lua object ends here, so a listener called
@@ -350,6 +395,7 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
     convert::init(lua)?;
     let raw = lua.create_table()?;
     raw.raw_set("null", Value::NULL)?;
+    raw.raw_set("object_mt", convert::object_metatable(lua)?)?;
     raw.raw_set("version", env!("CARGO_PKG_VERSION"))?;
     clock::export_all(lua, &raw)?;
     failure::export_all(lua, &raw)?;

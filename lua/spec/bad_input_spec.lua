@@ -1,0 +1,480 @@
+-- The bad-input matrix of the Lua module: every public entry point (constructors, methods,
+-- functions, config and option fields, the fields of the tables methods take) against every kind
+-- of bad value, each cell one test.
+--
+-- The expectations are the table in docs/bad-input/lua.md: this spec reads it, so the document
+-- and the test cannot drift apart. Each row there names an entry point; ENTRIES below says how
+-- to call it with a value (the value goes where the row's name puts it: the argument, the field,
+-- or `self` for a method without arguments). A cell is a code (`INVALID_CONFIG ...`: the call
+-- must raise an error string beginning with that code) or `accepted ...` (the call must return).
+-- Whatever the outcome, the interpreter must survive, and the object the call was made on (or
+-- made by, for an accepted constructor) must still work afterwards.
+--
+-- Run directly (not under busted) it prints the table as the module behaves now:
+--   cd lua && LUA_CPATH="../target/lua/5.4/?.so;;" lua5.4 spec/bad_input_spec.lua
+
+local ab = require("agentbreaker")
+
+local DOC = "../docs/bad-input/lua.md"
+local MB10 = string.rep("x", 10 * 1024 * 1024) -- built once
+
+-- The columns, in the document's order: header text and the value tried.
+local COLUMNS = {
+  { name = "wrong type", wrong = true },
+  { name = "nil", value = nil },
+  { name = "NaN", value = 0 / 0 },
+  { name = "+inf", value = math.huge },
+  { name = "-inf", value = -math.huge },
+  { name = "negative (-1)", value = -1 },
+  { name = "zero", value = 0 },
+  { name = "2^64", value = 2 ^ 64 },
+  { name = "1e300", value = 1e300 },
+  { name = "10 MB string", value = MB10 },
+}
+
+---------------------------------------------------------------------------------------------
+-- Objects, and how to tell that one still works
+
+local function quiet(config)
+  config = config or {}
+  config.quiet = true
+  return config
+end
+
+local MAKE = {
+  cb = function()
+    return ab.CircuitBreaker.new(quiet())
+  end,
+  sb = function()
+    return ab.StagnationBreaker.new()
+  end,
+  bb = function()
+    return ab.BudgetBreaker.new()
+  end,
+  strategy = function()
+    return ab.ExitStrategy.new({ type = "auto" })
+  end,
+  plan = function()
+    return ab.FixPlan.fromMarkdown("- [ ] first\n- [ ] second")
+  end,
+  loop = function()
+    return ab.Loop.new()
+  end,
+  clock = function()
+    return ab.ManualClock.new(0)
+  end,
+}
+
+local WORKS = {
+  CircuitBreaker = function(o)
+    local before = o.consecutiveFailures
+    o:recordFailure("still works")
+    assert(o.consecutiveFailures == before + 1, "recordFailure no longer counts")
+    assert(type(o:getStatus().state) == "string")
+  end,
+  StagnationBreaker = function(o)
+    o:recordProgress({ filesChanged = 1, outputLength = 10 })
+    assert(type(o:check().state) == "string")
+  end,
+  BudgetBreaker = function(o)
+    o:ingest({ type = "tool_use", name = "Read", taskId = "still-works" })
+    local found = false
+    for _, task in ipairs(o:snapshot().tasks) do
+      found = found or task.taskId == "still-works"
+    end
+    assert(found, "ingest no longer opens tasks")
+  end,
+  ExitStrategy = function(o)
+    assert(type(o:shouldExit("Working on it.").exit) == "boolean")
+  end,
+  Loop = function(o)
+    o:reset()
+    assert(o:observe({ output = "Working on it." }).iteration == 1)
+  end,
+  Clock = function(o)
+    if tostring(o):find("ManualClock", 1, true) then
+      o:set(1234)
+      assert(o:now() == 1234)
+    else
+      assert(o:now() > 0)
+    end
+  end,
+}
+
+-- The class of an object from its tostring ("agentbreaker.CircuitBreaker(...)").
+local function classOf(o)
+  local name = tostring(o):match("^agentbreaker%.(%w+)")
+  if name == "ManualClock" or name == "SystemClock" then
+    return "Clock"
+  end
+  return name
+end
+
+local function works(o)
+  local check = WORKS[classOf(o)]
+  assert(check, "no check for " .. tostring(o))
+  check(o)
+end
+
+---------------------------------------------------------------------------------------------
+-- The entry points: how to call each with a value, and what "wrong type" is for it
+
+-- A valid snapshot of each breaker with one field replaced.
+local function failureSnapshot(key, v)
+  local s = { version = 1, kind = "failure", state = "CLOSED", consecutiveFailures = 0, backoffLevel = 0,
+    trips = 0, failureHistory = {} }
+  s[key] = v
+  return s
+end
+
+local TMP = os.tmpname()
+os.remove(TMP)
+
+local ENTRIES = {
+  -- Module functions and clocks
+  ["agentbreaker.analyze(text)"] = { call = function(v) ab.analyze(v) end },
+  ["agentbreaker.fingerprint(text)"] = { call = function(v) ab.fingerprint(v) end },
+  ["agentbreaker.fingerprint(\"x\", mode)"] = { call = function(v) ab.fingerprint("x", v) end },
+  ["agentbreaker.configFromEnv(env)"] = { call = function(v) ab.configFromEnv(v) end },
+  ["agentbreaker.configFromEnv{AGENTBREAKER_TOOL_CAP = v}"] = {
+    call = function(v) ab.configFromEnv({ AGENTBREAKER_TOOL_CAP = v }) end },
+  ["ManualClock.new(startMs)"] = { call = function(v) return ab.ManualClock.new(v) end },
+  ["SystemClock.new(...)"] = { call = function(v) return ab.SystemClock.new(v) end },
+  ["clock:set(ms)"] = { make = "clock", call = function(o, v) o:set(v) end },
+  ["clock:advance(ms)"] = { make = "clock", call = function(o, v) o:advance(v) end },
+  ["clock.now(self)"] = { make = "clock", call = function(o, v) return o.now(v) end },
+
+  -- CircuitBreaker
+  ["CircuitBreaker.new(config)"] = { call = function(v) return ab.CircuitBreaker.new(v) end },
+  ["CircuitBreaker.new{failureThreshold = v}"] = { class = "CircuitBreaker", key = "failureThreshold" },
+  ["CircuitBreaker.new{warningThreshold = v}"] = { class = "CircuitBreaker", key = "warningThreshold" },
+  ["CircuitBreaker.new{cooldownMs = v}"] = { class = "CircuitBreaker", key = "cooldownMs" },
+  ["CircuitBreaker.new{backoffMultiplier = v}"] = { class = "CircuitBreaker", key = "backoffMultiplier" },
+  ["CircuitBreaker.new{maxCooldownMs = v}"] = { class = "CircuitBreaker", key = "maxCooldownMs" },
+  ["CircuitBreaker.new{identicalErrorThreshold = v}"] = { class = "CircuitBreaker", key = "identicalErrorThreshold" },
+  ["CircuitBreaker.new{errorMatch = v}"] = { class = "CircuitBreaker", key = "errorMatch" },
+  ["CircuitBreaker.new{historyLimit = v}"] = { class = "CircuitBreaker", key = "historyLimit" },
+  ["CircuitBreaker.new{halfOpenMaxProbes = v}"] = { class = "CircuitBreaker", key = "halfOpenMaxProbes" },
+  ["CircuitBreaker.new{probeTimeoutMs = v}"] = { class = "CircuitBreaker", key = "probeTimeoutMs" },
+  ["CircuitBreaker.new{statePath = v}"] = { class = "CircuitBreaker", key = "statePath" },
+  ["CircuitBreaker.new{clock = v}"] = { class = "CircuitBreaker", key = "clock" },
+  ["CircuitBreaker.new{listeners = v}"] = { class = "CircuitBreaker", key = "listeners" },
+  ["CircuitBreaker.new{listeners = {v}}"] = { class = "CircuitBreaker", key = "listeners", list = true },
+  ["CircuitBreaker.new{quiet = v}"] = { class = "CircuitBreaker", key = "quiet", wrong = "yes" },
+  ["CircuitBreaker.new{log = v}"] = { class = "CircuitBreaker", key = "log" },
+  ["cb.recordSuccess(self)"] = { make = "cb", call = function(o, v) o.recordSuccess(v) end },
+  ["cb:recordFailure(error)"] = { make = "cb", call = function(o, v) o:recordFailure(v) end },
+  ["cb.shouldAllowOperation(self)"] = { make = "cb", call = function(o, v) o.shouldAllowOperation(v) end },
+  ["cb.getStatus(self)"] = { make = "cb", call = function(o, v) o.getStatus(v) end },
+  ["cb.metrics(self)"] = { make = "cb", call = function(o, v) o.metrics(v) end },
+  ["cb.reset(self)"] = { make = "cb", call = function(o, v) o.reset(v) end },
+  ["cb.snapshot(self)"] = { make = "cb", call = function(o, v) o.snapshot(v) end },
+  ["cb:restore(snapshot)"] = { make = "cb", call = function(o, v) o:restore(v) end },
+  ["cb:restore{version = v, ...}"] = { make = "cb", call = function(o, v) o:restore(failureSnapshot("version", v)) end },
+  ["cb:restore{consecutiveFailures = v, ...}"] = { make = "cb",
+    call = function(o, v) o:restore(failureSnapshot("consecutiveFailures", v)) end },
+  ["cb:restore{openedAt = v, ...}"] = { make = "cb", call = function(o, v) o:restore(failureSnapshot("openedAt", v)) end },
+  ["cb:save(path)"] = { make = "cb", call = function(o, v) o:save(v) end },
+  ["cb:load(path)"] = { make = "cb", call = function(o, v) o:load(v) end },
+  ["cb:call(fn)"] = { make = "cb", call = function(o, v) o:call(v) end },
+  ["cb:pcall(fn)"] = { make = "cb", call = function(o, v)
+    local ok, err = o:pcall(v)
+    if not ok then
+      error(err, 0)
+    end
+  end },
+  ["cb.threshold = value"] = { make = "cb", call = function(o, v) o.threshold = v end },
+  ["cb:addListener(fn)"] = { make = "cb", call = function(o, v) o:addListener(v) end },
+  ["cb:removeListener(id)"] = { make = "cb", call = function(o, v) o:removeListener(v) end },
+  ["cb.listenerErrors(self)"] = { make = "cb", call = function(o, v) o.listenerErrors(v) end },
+
+  -- StagnationBreaker
+  ["StagnationBreaker.new(config)"] = { call = function(v) return ab.StagnationBreaker.new(v) end },
+  ["StagnationBreaker.new{noProgressThreshold = v}"] = { class = "StagnationBreaker", key = "noProgressThreshold" },
+  ["StagnationBreaker.new{sameErrorThreshold = v}"] = { class = "StagnationBreaker", key = "sameErrorThreshold" },
+  ["StagnationBreaker.new{outputDeclineThreshold = v}"] = { class = "StagnationBreaker", key = "outputDeclineThreshold" },
+  ["StagnationBreaker.new{errorMatch = v}"] = { class = "StagnationBreaker", key = "errorMatch" },
+  ["StagnationBreaker.new{repeatThreshold = v}"] = { class = "StagnationBreaker", key = "repeatThreshold" },
+  ["StagnationBreaker.new{cycleRepeats = v}"] = { class = "StagnationBreaker", key = "cycleRepeats" },
+  ["StagnationBreaker.new{maxCycleLength = v}"] = { class = "StagnationBreaker", key = "maxCycleLength" },
+  ["StagnationBreaker.new{failStreakThreshold = v}"] = { class = "StagnationBreaker", key = "failStreakThreshold" },
+  ["StagnationBreaker.new{failStreakDistinct = v}"] = { class = "StagnationBreaker", key = "failStreakDistinct" },
+  ["StagnationBreaker.new{failWindow = v}"] = { class = "StagnationBreaker", key = "failWindow" },
+  ["StagnationBreaker.new{failWindowPercent = v}"] = { class = "StagnationBreaker", key = "failWindowPercent" },
+  ["sb:recordProgress(metrics)"] = { make = "sb", call = function(o, v) o:recordProgress(v) end },
+  ["sb:recordProgress{filesChanged = v}"] = { make = "sb", call = function(o, v) o:recordProgress({ filesChanged = v }) end },
+  ["sb:recordProgress{testsPassing = v}"] = { make = "sb", call = function(o, v) o:recordProgress({ testsPassing = v }) end },
+  ["sb:recordProgress{outputLength = v}"] = { make = "sb", call = function(o, v) o:recordProgress({ outputLength = v }) end },
+  ["sb:recordError(error)"] = { make = "sb", call = function(o, v) o:recordError(v) end },
+  ["sb:recordError(\"x\", options)"] = { make = "sb", call = function(o, v) o:recordError("x", v) end },
+  ["sb:recordError(\"x\", {transient = v})"] = { make = "sb", wrong = "yes",
+    call = function(o, v) o:recordError("x", { transient = v }) end },
+  ["sb:recordStep(step)"] = { make = "sb", call = function(o, v) o:recordStep(v) end },
+  ["sb:recordStep{action = v}"] = { make = "sb", call = function(o, v) o:recordStep({ action = v }) end },
+  ["sb:recordStep{action = \"x\", result = v}"] = { make = "sb", call = function(o, v) o:recordStep({ action = "x", result = v }) end },
+  ["sb:recordStep{action = \"x\", failed = v}"] = { make = "sb", wrong = "yes", call = function(o, v) o:recordStep({ action = "x", failed = v }) end },
+  ["sb.check(self)"] = { make = "sb", call = function(o, v) o.check(v) end },
+  ["sb.getStatus(self)"] = { make = "sb", call = function(o, v) o.getStatus(v) end },
+  ["sb.reset(self)"] = { make = "sb", call = function(o, v) o.reset(v) end },
+  ["sb.snapshot(self)"] = { make = "sb", call = function(o, v) o.snapshot(v) end },
+  ["sb:restore(snapshot)"] = { make = "sb", call = function(o, v) o:restore(v) end },
+  ["sb:addListener(fn)"] = { make = "sb", call = function(o, v) o:addListener(v) end },
+  ["sb:removeListener(id)"] = { make = "sb", call = function(o, v) o:removeListener(v) end },
+  ["sb.listenerErrors(self)"] = { make = "sb", call = function(o, v) o.listenerErrors(v) end },
+
+  -- BudgetBreaker
+  ["BudgetBreaker.new(config)"] = { call = function(v) return ab.BudgetBreaker.new(v) end },
+  ["BudgetBreaker.new{maxToolCallsPerTask = v}"] = { class = "BudgetBreaker", key = "maxToolCallsPerTask" },
+  ["BudgetBreaker.new{maxTokenSpendCentsPerTask = v}"] = { class = "BudgetBreaker", key = "maxTokenSpendCentsPerTask" },
+  ["BudgetBreaker.new{maxTaskDurationSecs = v}"] = { class = "BudgetBreaker", key = "maxTaskDurationSecs" },
+  ["BudgetBreaker.new{maxIdleSecs = v}"] = { class = "BudgetBreaker", key = "maxIdleSecs" },
+  ["BudgetBreaker.new{similarityJaccardThreshold = v}"] = { class = "BudgetBreaker", key = "similarityJaccardThreshold" },
+  ["BudgetBreaker.new{loopWindow = v}"] = { class = "BudgetBreaker", key = "loopWindow" },
+  ["BudgetBreaker.new{maxTokensPerOutput = v}"] = { class = "BudgetBreaker", key = "maxTokensPerOutput" },
+  ["BudgetBreaker.new{prices = v}"] = { class = "BudgetBreaker", key = "prices" },
+  ["BudgetBreaker.new{prices = {[\"*\"] = {input = v, ...}}}"] = { call = function(v)
+    return ab.BudgetBreaker.new({ prices = { ["*"] = { input = v, output = 1, cacheWrite = 1, cacheRead = 1 } } })
+  end },
+  ["bb:ingest(event)"] = { make = "bb", call = function(o, v) return o:ingest(v) end },
+  ["bb:ingest{type = v, name = \"Read\"}"] = { make = "bb", call = function(o, v) return o:ingest({ type = v, name = "Read" }) end },
+  ["bb:ingest{type = \"tool_use\", name = \"Read\", taskId = v}"] = { make = "bb", call = function(o, v) return o:ingest({ type = "tool_use", name = "Read", taskId = v }) end },
+  ["bb:ingest{type = \"tool_use\", name = v}"] = { make = "bb", call = function(o, v) return o:ingest({ type = "tool_use", name = v }) end },
+  ["bb:ingest{type = \"tool_use\", name = \"Read\", input = v}"] = { make = "bb", wrong = function() end,
+    call = function(o, v) return o:ingest({ type = "tool_use", name = "Read", input = v }) end },
+  ["bb:ingest{type = \"assistant\", text = v}"] = { make = "bb", call = function(o, v) return o:ingest({ type = "assistant", text = v }) end },
+  ["bb:ingest{type = \"heartbeat\", taskId = \"t\", phase = v}"] = { make = "bb",
+    call = function(o, v) return o:ingest({ type = "heartbeat", taskId = "t", phase = v }) end },
+  ["bb:ingest{type = \"usage\", model = v, usage = {...}}"] = { make = "bb",
+    call = function(o, v) return o:ingest({ type = "usage", model = v, usage = { input_tokens = 1 } }) end },
+  ["bb:ingest{type = \"usage\", usage = {input_tokens = v}}"] = { make = "bb",
+    call = function(o, v) return o:ingest({ type = "usage", usage = { input_tokens = v } }) end },
+  ["bb.tick(self)"] = { make = "bb", call = function(o, v) o.tick(v) end },
+  ["bb.snapshot(self)"] = { make = "bb", call = function(o, v) o.snapshot(v) end },
+  ["bb.reset(self)"] = { make = "bb", call = function(o, v) o.reset(v) end },
+  ["bb:addListener(fn)"] = { make = "bb", call = function(o, v) o:addListener(v) end },
+  ["bb:removeListener(id)"] = { make = "bb", call = function(o, v) o:removeListener(v) end },
+  ["bb.listenerErrors(self)"] = { make = "bb", call = function(o, v) o.listenerErrors(v) end },
+
+  -- ExitStrategy and FixPlan
+  ["ExitStrategy.new(config)"] = { call = function(v) return ab.ExitStrategy.new(v) end },
+  ["ExitStrategy.new{type = v}"] = { class = "ExitStrategy", key = "type" },
+  ["ExitStrategy.new{type = \"auto\", threshold = v}"] = { call = function(v) return ab.ExitStrategy.new({ type = "auto", threshold = v }) end },
+  ["ExitStrategy.new{type = \"composite\", members = v}"] = { call = function(v) return ab.ExitStrategy.new({ type = "composite", members = v }) end },
+  ["ExitStrategy.new{type = \"composite\", mode = v, ...}"] = { call = function(v)
+    return ab.ExitStrategy.new({ type = "composite", mode = v, members = { { type = "auto" } } })
+  end },
+  ["strategy:shouldExit(text)"] = { make = "strategy", call = function(o, v) o:shouldExit(v) end },
+  ["strategy:shouldExit(\"x\", circuitState)"] = { make = "strategy", call = function(o, v) o:shouldExit("x", v) end },
+  ["strategy.getStatus(self)"] = { make = "strategy", call = function(o, v) o.getStatus(v) end },
+  ["strategy.reset(self)"] = { make = "strategy", call = function(o, v) o.reset(v) end },
+  ["strategy:addListener(fn)"] = { make = "strategy", call = function(o, v) o:addListener(v) end },
+  ["strategy:removeListener(id)"] = { make = "strategy", call = function(o, v) o:removeListener(v) end },
+  ["strategy.listenerErrors(self)"] = { make = "strategy", call = function(o, v) o.listenerErrors(v) end },
+  ["FixPlan.new(config)"] = { call = function(v) return ab.FixPlan.new(v) end },
+  ["FixPlan.new{steps = v}"] = { call = function(v) return ab.FixPlan.new({ steps = v }) end },
+  ["FixPlan.new{steps = {v}}"] = { call = function(v) return ab.FixPlan.new({ steps = { v } }) end },
+  ["FixPlan.new{markdown = v}"] = { call = function(v) return ab.FixPlan.new({ markdown = v }) end },
+  ["FixPlan.new{steps = ..., maxAttempts = v}"] = { call = function(v) return ab.FixPlan.new({ steps = { { description = "a" } }, maxAttempts = v }) end },
+  ["FixPlan.fromMarkdown(text)"] = { call = function(v) return ab.FixPlan.fromMarkdown(v) end },
+  ["FixPlan.fromMarkdown(\"- [ ] a\", options)"] = { call = function(v) return ab.FixPlan.fromMarkdown("- [ ] a", v) end },
+  ["plan.getStatus(self)"] = { make = "plan", call = function(o, v) o.getStatus(v) end },
+
+  -- Loop
+  ["Loop.new(config)"] = { call = function(v) return ab.Loop.new(v) end },
+  ["Loop.new{maxIterations = v}"] = { class = "Loop", key = "maxIterations" },
+  ["Loop.new{strategy = v}"] = { class = "Loop", key = "strategy" },
+  ["Loop.new{stagnation = v}"] = { class = "Loop", key = "stagnation" },
+  ["Loop.new{budget = v}"] = { class = "Loop", key = "budget" },
+  ["loop:observe(observation)"] = { make = "loop", call = function(o, v) return o:observe(v) end },
+  ["loop:observe{output = v}"] = { make = "loop", call = function(o, v) return o:observe({ output = v }) end },
+  ["loop:observe{output = \"x\", filesChanged = v}"] = { make = "loop",
+    call = function(o, v) return o:observe({ output = "x", filesChanged = v }) end },
+  ["loop:observe{output = \"x\", testsPassing = v}"] = { make = "loop",
+    call = function(o, v) return o:observe({ output = "x", testsPassing = v }) end },
+  ["loop:observe{output = \"x\", error = v}"] = { make = "loop", call = function(o, v) return o:observe({ output = "x", error = v }) end },
+  ["loop:observe{output = \"x\", events = v}"] = { make = "loop", call = function(o, v) return o:observe({ output = "x", events = v }) end },
+  ["loop.getStatus(self)"] = { make = "loop", call = function(o, v) o.getStatus(v) end },
+  ["loop.reset(self)"] = { make = "loop", call = function(o, v) o.reset(v) end },
+  ["loop:addListener(fn)"] = { make = "loop", call = function(o, v) o:addListener(v) end },
+  ["loop:removeListener(id)"] = { make = "loop", call = function(o, v) o:removeListener(v) end },
+  ["loop.listenerErrors(self)"] = { make = "loop", call = function(o, v) o.listenerErrors(v) end },
+}
+
+-- Config-field entries: the class's constructor with that one key set (a CircuitBreaker quiet,
+-- unless the key is `quiet` itself).
+local CONSTRUCTORS = {
+  CircuitBreaker = ab.CircuitBreaker.new,
+  StagnationBreaker = ab.StagnationBreaker.new,
+  BudgetBreaker = ab.BudgetBreaker.new,
+  ExitStrategy = ab.ExitStrategy.new,
+  Loop = ab.Loop.new,
+}
+for _, entry in pairs(ENTRIES) do
+  if entry.key then
+    local construct, key, list = CONSTRUCTORS[entry.class], entry.key, entry.list
+    entry.call = function(v)
+      local config = { [key] = list and { v } or v }
+      if entry.class == "CircuitBreaker" and key ~= "quiet" then
+        config.quiet = true
+      end
+      return construct(config)
+    end
+  end
+end
+
+---------------------------------------------------------------------------------------------
+-- Running one cell
+
+local function codeOf(err)
+  return type(err) == "string" and err:match("^([A-Z][A-Z_]*): ") or nil
+end
+
+-- Runs one cell; returns the outcome ("accepted" or the error code) and, for a failure to keep
+-- working or an error without a code, a problem description.
+local function run(entryName, column)
+  local entry = ENTRIES[entryName]
+  local value = column.value
+  if column.wrong then
+    value = entry.wrong
+    if value == nil then
+      value = true
+    end
+  end
+  local object = entry.make and MAKE[entry.make]() or nil
+  local ok, result
+  if object then
+    ok, result = pcall(entry.call, object, value)
+  else
+    ok, result = pcall(entry.call, value)
+  end
+  local outcome
+  if ok then
+    outcome = "accepted"
+  else
+    outcome = codeOf(result)
+    if not outcome then
+      return "?", "an error without a code: " .. tostring(result):sub(1, 200)
+    end
+  end
+  -- The object keeps working: the one the call was made on, or the one an accepted
+  -- constructor made (a constructor that refused leaves nothing behind to check).
+  local subject = object
+  if not subject and ok and type(result) == "userdata" and classOf(result) then
+    subject = result
+  end
+  if subject then
+    local stillOk, problem = pcall(works, subject)
+    if not stillOk then
+      return outcome, "the object no longer works: " .. tostring(problem)
+    end
+  end
+  return outcome
+end
+
+---------------------------------------------------------------------------------------------
+-- The document's table
+
+-- The matrix of the document (the table whose first column is "entry point"): its header, and
+-- its rows { entry = name, cells = { ... } } in order.
+local function readDoc()
+  local file = assert(io.open(DOC, "r"), "cannot open " .. DOC)
+  local text = file:read("*a")
+  file:close()
+  local header, rows = nil, {}
+  for line in text:gmatch("[^\n]+") do
+    if not line:match("^|") then
+      if header then
+        break -- the end of the matrix
+      end
+    elseif not line:match("^|%s*%-%-%-") then
+      local cells = {}
+      for cell in line:gmatch("|([^|]*)") do
+        cells[#cells + 1] = cell:match("^%s*(.-)%s*$")
+      end
+      if cells[#cells] == "" then
+        cells[#cells] = nil
+      end
+      if header then
+        local entry = table.remove(cells, 1):gsub("`", "")
+        rows[#rows + 1] = { entry = entry, cells = cells }
+      elseif cells[1] == "entry point" then
+        header = cells
+      end
+    end
+  end
+  assert(header, DOC .. " has no table whose first column is \"entry point\"")
+  return header, rows
+end
+
+-- A cell's expected outcome: its first word ("accepted" or a code).
+local function expected(cell)
+  return cell:match("^(%S+)")
+end
+
+if describe == nil then
+  -- Run as a script: print every row as the module behaves now (to write the document).
+  local names = {}
+  for name in pairs(ENTRIES) do
+    names[#names + 1] = name
+  end
+  local ok, _, rows = pcall(readDoc)
+  if ok then -- keep the document's order, new entries last
+    local order = {}
+    for i, row in ipairs(rows) do
+      order[row.entry] = i
+    end
+    table.sort(names, function(a, b)
+      return (order[a] or 1e9) < (order[b] or 1e9) or ((order[a] or 1e9) == (order[b] or 1e9) and a < b)
+    end)
+  end
+  for _, name in ipairs(names) do
+    local cells = {}
+    for i, column in ipairs(COLUMNS) do
+      local outcome, problem = run(name, column)
+      cells[i] = outcome .. (problem and (" !! " .. problem) or "")
+    end
+    print(("| `%s` | %s |"):format(name, table.concat(cells, " | ")))
+  end
+  return
+end
+
+local header, rows = readDoc()
+
+describe("the bad-input matrix (" .. (jit and jit.version or _VERSION) .. ", docs/bad-input/lua.md)", function()
+  it("has the columns of the spec and a row for every entry point", function()
+    assert.are.equal(#COLUMNS + 1, #header)
+    for i, column in ipairs(COLUMNS) do
+      assert.are.equal(column.name, header[i + 1])
+    end
+    local documented = {}
+    for _, row in ipairs(rows) do
+      assert.is_not_nil(ENTRIES[row.entry], "the document names an unknown entry point: " .. row.entry)
+      assert.is_nil(documented[row.entry], "a row twice: " .. row.entry)
+      documented[row.entry] = true
+      assert.are.equal(#COLUMNS, #row.cells, "cells of " .. row.entry)
+    end
+    for name in pairs(ENTRIES) do
+      assert.is_true(documented[name] == true, "no row in the document for " .. name)
+    end
+  end)
+
+  local cells = 0
+  for _, row in ipairs(rows) do
+    for i, column in ipairs(COLUMNS) do
+      local cell = row.cells[i]
+      if ENTRIES[row.entry] and cell then
+        cells = cells + 1
+        it(row.entry .. " with " .. column.name .. ": " .. cell, function()
+          local outcome, problem = run(row.entry, column)
+          assert.is_nil(problem, problem)
+          assert.are.equal(expected(cell), outcome)
+        end)
+      end
+    end
+  end
+
+  it("tried every cell of the table (" .. cells .. " cells)", function()
+    assert.are.equal(#rows * #COLUMNS, cells)
+    assert.truthy(cells > 1000)
+  end)
+end)
