@@ -478,3 +478,101 @@ describe("the bad-input matrix (" .. (jit and jit.version or _VERSION) .. ", doc
     assert.truthy(cells > 1000)
   end)
 end)
+
+-- The hot paths (recordSuccess, shouldAllowOperation, recordProgress, check, ingest) skip the
+-- full conversion for plain values and fall back to it for anything else: what they accept and
+-- refuse must be exactly what the full conversion does.
+describe("the hot paths take exactly what the full conversion takes", function()
+  local function codeOf(err)
+    return type(err) == "string" and err:match("^([A-Z][A-Z_]*): ") or nil
+  end
+  local function raises(code, fn, ...)
+    local ok, err = pcall(fn, ...)
+    assert.is_false(ok, "expected " .. code)
+    assert.are.equal(code, codeOf(err), tostring(err))
+  end
+
+  it("recordProgress: unknown keys, fractions, lists and metatables", function()
+    local sb = ab.StagnationBreaker.new()
+    raises("INVALID_ARGUMENT", sb.recordProgress, sb, { filesChanged = 1, files = 1 })
+    raises("INVALID_ARGUMENT", sb.recordProgress, sb, { filesChanged = 1.5 })
+    raises("INVALID_ARGUMENT", sb.recordProgress, sb, { outputLength = "10" })
+    raises("INVALID_ARGUMENT", sb.recordProgress, sb, { 1, 2, 3 })
+    raises("INVALID_ARGUMENT", sb.recordProgress, sb, setmetatable({}, { __jsontype = "array" }))
+    raises("INVALID_ARGUMENT", sb.recordProgress, sb, { filesChanged = ab.null, [1] = 1 })
+    assert.are.equal(0, sb:getStatus().consecutiveNoProgress, "a refused iteration changed nothing")
+    -- Read raw, as the full conversion reads tables: an __index does not supply counts.
+    sb:recordProgress(setmetatable({}, { __index = { filesChanged = 1 } }))
+    assert.are.equal(1, sb:getStatus().consecutiveNoProgress)
+    sb:recordProgress({ filesChanged = 5.0, outputLength = ab.null })
+    assert.are.equal(0, sb:getStatus().consecutiveNoProgress)
+    sb:recordProgress({})
+    assert.are.equal(1, sb:getStatus().consecutiveNoProgress)
+  end)
+
+  it("check: a marked object with the state's name", function()
+    local sb = ab.StagnationBreaker.new({ noProgressThreshold = 1 })
+    local c = sb:check()
+    assert.are.same({ allowContinue = true, state = "CLOSED" }, c)
+    assert.are.equal("object", getmetatable(c).__jsontype)
+    sb:recordProgress({})
+    assert.are.same({ allowContinue = true, state = "HALF_OPEN",
+      reason = "No progress in 1 consecutive iterations" }, sb:check())
+    sb:recordProgress({})
+    assert.are.equal("OPEN", sb:check().state)
+    assert.is_false(sb:check().allowContinue)
+  end)
+
+  it("ingest: extra keys, inputs that have no JSON form, and taskIds the core refuses", function()
+    local bb = ab.BudgetBreaker.new({ maxToolCallsPerTask = 2 })
+    local tool = function(extra)
+      local e = { type = "tool_use", name = "Bash" }
+      for k, v in pairs(extra) do
+        e[k] = v
+      end
+      return e
+    end
+    raises("INVALID_EVENT", bb.ingest, bb, tool({ callback = function() end }))
+    raises("INVALID_EVENT", bb.ingest, bb, tool({ input = { limit = 0 / 0 } }))
+    raises("INVALID_EVENT", bb.ingest, bb, tool({ input = { [1] = "a", [3] = "c" } }))
+    raises("INVALID_EVENT", bb.ingest, bb, tool({ input = { "a", key = "b" } }))
+    raises("INVALID_EVENT", bb.ingest, bb, tool({ input = { io.stdout } }))
+    raises("INVALID_EVENT", bb.ingest, bb, tool({ taskId = "" }))
+    raises("INVALID_EVENT", bb.ingest, bb, tool({ taskId = string.rep("t", 257) }))
+    raises("INVALID_EVENT", bb.ingest, bb, tool({ taskId = 7 }))
+    raises("INVALID_EVENT", bb.ingest, bb, { type = "tool_use", name = 7 })
+    raises("INVALID_EVENT", bb.ingest, bb, { type = "assistant", text = false })
+    assert.are.same({}, bb:snapshot().tasks, "a refused event changed nothing")
+    -- Deep inputs go to the full conversion (the quick check stops at 16 levels) and are taken.
+    local deep = {}
+    for _ = 1, 30 do
+      deep = { deep }
+    end
+    assert.is_nil(bb:ingest(tool({ input = deep, taskId = "deep" })))
+    assert.is_nil(bb:ingest(tool({ input = { args = { "-q", "--all" }, env = {}, n = 2 }, taskId = "t" })))
+    local halt = bb:ingest(tool({ taskId = "t" }))
+    assert.is_nil(halt)
+    halt = bb:ingest(tool({ taskId = "t" }))
+    assert.are.equal("ToolCallLimit", halt.kind)
+    assert.are.equal("t", halt.taskId)
+    assert.are.equal("object", getmetatable(halt).__jsontype)
+    -- Invalid UTF-8 becomes U+FFFD on both paths.
+    bb:ingest(tool({ taskId = "t\255" }))
+    bb:ingest(setmetatable(tool({ taskId = "u\255" }), { __jsontype = "object" }))
+    local ids = {}
+    for _, task in ipairs(bb:snapshot().tasks) do
+      ids[task.taskId] = task.toolCalls
+    end
+    assert.are.same({ deep = 1, t = 3, ["t\239\191\189"] = 1, ["u\239\191\189"] = 1 }, ids)
+  end)
+
+  it("ingest: an assistant event on the quick path runs the output-loop check", function()
+    local bb = ab.BudgetBreaker.new()
+    assert.is_nil(bb:ingest({ type = "assistant", text = "same words here" }))
+    assert.is_nil(bb:ingest({ type = "assistant", text = "same words here" }))
+    local halt = bb:ingest({ type = "assistant", text = "here words same" })
+    assert.are.equal("OutputLoop", halt.kind)
+    assert.are.equal("session", halt.taskId)
+  end)
+end)
+
