@@ -127,8 +127,12 @@ local function failureSnapshot(key, v)
   return s
 end
 
-local TMP = os.tmpname()
-os.remove(TMP)
+-- An entry that sets one config key (see CONSTRUCTORS below).
+local function field(options)
+  options = options or {}
+  options.field = true
+  return options
+end
 
 local ENTRIES = {
   -- Module functions and clocks
@@ -146,22 +150,22 @@ local ENTRIES = {
 
   -- CircuitBreaker
   ["CircuitBreaker.new(config)"] = { call = function(v) return ab.CircuitBreaker.new(v) end },
-  ["CircuitBreaker.new{failureThreshold = v}"] = { class = "CircuitBreaker", key = "failureThreshold" },
-  ["CircuitBreaker.new{warningThreshold = v}"] = { class = "CircuitBreaker", key = "warningThreshold" },
-  ["CircuitBreaker.new{cooldownMs = v}"] = { class = "CircuitBreaker", key = "cooldownMs" },
-  ["CircuitBreaker.new{backoffMultiplier = v}"] = { class = "CircuitBreaker", key = "backoffMultiplier" },
-  ["CircuitBreaker.new{maxCooldownMs = v}"] = { class = "CircuitBreaker", key = "maxCooldownMs" },
-  ["CircuitBreaker.new{identicalErrorThreshold = v}"] = { class = "CircuitBreaker", key = "identicalErrorThreshold" },
-  ["CircuitBreaker.new{errorMatch = v}"] = { class = "CircuitBreaker", key = "errorMatch" },
-  ["CircuitBreaker.new{historyLimit = v}"] = { class = "CircuitBreaker", key = "historyLimit" },
-  ["CircuitBreaker.new{halfOpenMaxProbes = v}"] = { class = "CircuitBreaker", key = "halfOpenMaxProbes" },
-  ["CircuitBreaker.new{probeTimeoutMs = v}"] = { class = "CircuitBreaker", key = "probeTimeoutMs" },
-  ["CircuitBreaker.new{statePath = v}"] = { class = "CircuitBreaker", key = "statePath" },
-  ["CircuitBreaker.new{clock = v}"] = { class = "CircuitBreaker", key = "clock" },
-  ["CircuitBreaker.new{listeners = v}"] = { class = "CircuitBreaker", key = "listeners" },
-  ["CircuitBreaker.new{listeners = {v}}"] = { class = "CircuitBreaker", key = "listeners", list = true },
-  ["CircuitBreaker.new{quiet = v}"] = { class = "CircuitBreaker", key = "quiet", wrong = "yes" },
-  ["CircuitBreaker.new{log = v}"] = { class = "CircuitBreaker", key = "log" },
+  ["CircuitBreaker.new{failureThreshold = v}"] = field(),
+  ["CircuitBreaker.new{warningThreshold = v}"] = field(),
+  ["CircuitBreaker.new{cooldownMs = v}"] = field(),
+  ["CircuitBreaker.new{backoffMultiplier = v}"] = field(),
+  ["CircuitBreaker.new{maxCooldownMs = v}"] = field(),
+  ["CircuitBreaker.new{identicalErrorThreshold = v}"] = field(),
+  ["CircuitBreaker.new{errorMatch = v}"] = field(),
+  ["CircuitBreaker.new{historyLimit = v}"] = field(),
+  ["CircuitBreaker.new{halfOpenMaxProbes = v}"] = field(),
+  ["CircuitBreaker.new{probeTimeoutMs = v}"] = field(),
+  ["CircuitBreaker.new{statePath = v}"] = field(),
+  ["CircuitBreaker.new{clock = v}"] = field(),
+  ["CircuitBreaker.new{listeners = v}"] = field(),
+  ["CircuitBreaker.new{listeners = {v}}"] = field(),
+  ["CircuitBreaker.new{quiet = v}"] = field({ wrong = "yes" }),
+  ["CircuitBreaker.new{log = v}"] = field(),
   ["cb.recordSuccess(self)"] = { make = "cb", call = function(o, v) o.recordSuccess(v) end },
   ["cb:recordFailure(error)"] = { make = "cb", call = function(o, v) o:recordFailure(v) end },
   ["cb.shouldAllowOperation(self)"] = { make = "cb", call = function(o, v) o.shouldAllowOperation(v) end },
@@ -170,10 +174,20 @@ local ENTRIES = {
   ["cb.reset(self)"] = { make = "cb", call = function(o, v) o.reset(v) end },
   ["cb.snapshot(self)"] = { make = "cb", call = function(o, v) o.snapshot(v) end },
   ["cb:restore(snapshot)"] = { make = "cb", call = function(o, v) o:restore(v) end },
-  ["cb:restore{version = v, ...}"] = { make = "cb", call = function(o, v) o:restore(failureSnapshot("version", v)) end },
+  ["cb:restore{version = v, ...}"] = {
+    make = "cb",
+    call = function(o, v)
+      o:restore(failureSnapshot("version", v))
+    end,
+  },
   ["cb:restore{consecutiveFailures = v, ...}"] = { make = "cb",
     call = function(o, v) o:restore(failureSnapshot("consecutiveFailures", v)) end },
-  ["cb:restore{openedAt = v, ...}"] = { make = "cb", call = function(o, v) o:restore(failureSnapshot("openedAt", v)) end },
+  ["cb:restore{openedAt = v, ...}"] = {
+    make = "cb",
+    call = function(o, v)
+      o:restore(failureSnapshot("openedAt", v))
+    end,
+  },
   ["cb:save(path)"] = { make = "cb", call = function(o, v) o:save(v) end },
   ["cb:load(path)"] = { make = "cb", call = function(o, v) o:load(v) end },
   ["cb:call(fn)"] = { make = "cb", call = function(o, v) o:call(v) end },
@@ -190,29 +204,54 @@ local ENTRIES = {
 
   -- StagnationBreaker
   ["StagnationBreaker.new(config)"] = { call = function(v) return ab.StagnationBreaker.new(v) end },
-  ["StagnationBreaker.new{noProgressThreshold = v}"] = { class = "StagnationBreaker", key = "noProgressThreshold" },
-  ["StagnationBreaker.new{sameErrorThreshold = v}"] = { class = "StagnationBreaker", key = "sameErrorThreshold" },
-  ["StagnationBreaker.new{outputDeclineThreshold = v}"] = { class = "StagnationBreaker", key = "outputDeclineThreshold" },
-  ["StagnationBreaker.new{errorMatch = v}"] = { class = "StagnationBreaker", key = "errorMatch" },
-  ["StagnationBreaker.new{repeatThreshold = v}"] = { class = "StagnationBreaker", key = "repeatThreshold" },
-  ["StagnationBreaker.new{cycleRepeats = v}"] = { class = "StagnationBreaker", key = "cycleRepeats" },
-  ["StagnationBreaker.new{maxCycleLength = v}"] = { class = "StagnationBreaker", key = "maxCycleLength" },
-  ["StagnationBreaker.new{failStreakThreshold = v}"] = { class = "StagnationBreaker", key = "failStreakThreshold" },
-  ["StagnationBreaker.new{failStreakDistinct = v}"] = { class = "StagnationBreaker", key = "failStreakDistinct" },
-  ["StagnationBreaker.new{failWindow = v}"] = { class = "StagnationBreaker", key = "failWindow" },
-  ["StagnationBreaker.new{failWindowPercent = v}"] = { class = "StagnationBreaker", key = "failWindowPercent" },
+  ["StagnationBreaker.new{noProgressThreshold = v}"] = field(),
+  ["StagnationBreaker.new{sameErrorThreshold = v}"] = field(),
+  ["StagnationBreaker.new{outputDeclineThreshold = v}"] = field(),
+  ["StagnationBreaker.new{errorMatch = v}"] = field(),
+  ["StagnationBreaker.new{repeatThreshold = v}"] = field(),
+  ["StagnationBreaker.new{cycleRepeats = v}"] = field(),
+  ["StagnationBreaker.new{maxCycleLength = v}"] = field(),
+  ["StagnationBreaker.new{failStreakThreshold = v}"] = field(),
+  ["StagnationBreaker.new{failStreakDistinct = v}"] = field(),
+  ["StagnationBreaker.new{failWindow = v}"] = field(),
+  ["StagnationBreaker.new{failWindowPercent = v}"] = field(),
   ["sb:recordProgress(metrics)"] = { make = "sb", call = function(o, v) o:recordProgress(v) end },
-  ["sb:recordProgress{filesChanged = v}"] = { make = "sb", call = function(o, v) o:recordProgress({ filesChanged = v }) end },
-  ["sb:recordProgress{testsPassing = v}"] = { make = "sb", call = function(o, v) o:recordProgress({ testsPassing = v }) end },
-  ["sb:recordProgress{outputLength = v}"] = { make = "sb", call = function(o, v) o:recordProgress({ outputLength = v }) end },
+  ["sb:recordProgress{filesChanged = v}"] = {
+    make = "sb",
+    call = function(o, v)
+      o:recordProgress({ filesChanged = v })
+    end,
+  },
+  ["sb:recordProgress{testsPassing = v}"] = {
+    make = "sb",
+    call = function(o, v)
+      o:recordProgress({ testsPassing = v })
+    end,
+  },
+  ["sb:recordProgress{outputLength = v}"] = {
+    make = "sb",
+    call = function(o, v)
+      o:recordProgress({ outputLength = v })
+    end,
+  },
   ["sb:recordError(error)"] = { make = "sb", call = function(o, v) o:recordError(v) end },
   ["sb:recordError(\"x\", options)"] = { make = "sb", call = function(o, v) o:recordError("x", v) end },
   ["sb:recordError(\"x\", {transient = v})"] = { make = "sb", wrong = "yes",
     call = function(o, v) o:recordError("x", { transient = v }) end },
   ["sb:recordStep(step)"] = { make = "sb", call = function(o, v) o:recordStep(v) end },
   ["sb:recordStep{action = v}"] = { make = "sb", call = function(o, v) o:recordStep({ action = v }) end },
-  ["sb:recordStep{action = \"x\", result = v}"] = { make = "sb", call = function(o, v) o:recordStep({ action = "x", result = v }) end },
-  ["sb:recordStep{action = \"x\", failed = v}"] = { make = "sb", wrong = "yes", call = function(o, v) o:recordStep({ action = "x", failed = v }) end },
+  ["sb:recordStep{action = \"x\", result = v}"] = {
+    make = "sb",
+    call = function(o, v)
+      o:recordStep({ action = "x", result = v })
+    end,
+  },
+  ["sb:recordStep{action = \"x\", failed = v}"] = {
+    make = "sb", wrong = "yes",
+    call = function(o, v)
+      o:recordStep({ action = "x", failed = v })
+    end,
+  },
   ["sb.check(self)"] = { make = "sb", call = function(o, v) o.check(v) end },
   ["sb.getStatus(self)"] = { make = "sb", call = function(o, v) o.getStatus(v) end },
   ["sb.reset(self)"] = { make = "sb", call = function(o, v) o.reset(v) end },
@@ -224,24 +263,44 @@ local ENTRIES = {
 
   -- BudgetBreaker
   ["BudgetBreaker.new(config)"] = { call = function(v) return ab.BudgetBreaker.new(v) end },
-  ["BudgetBreaker.new{maxToolCallsPerTask = v}"] = { class = "BudgetBreaker", key = "maxToolCallsPerTask" },
-  ["BudgetBreaker.new{maxTokenSpendCentsPerTask = v}"] = { class = "BudgetBreaker", key = "maxTokenSpendCentsPerTask" },
-  ["BudgetBreaker.new{maxTaskDurationSecs = v}"] = { class = "BudgetBreaker", key = "maxTaskDurationSecs" },
-  ["BudgetBreaker.new{maxIdleSecs = v}"] = { class = "BudgetBreaker", key = "maxIdleSecs" },
-  ["BudgetBreaker.new{similarityJaccardThreshold = v}"] = { class = "BudgetBreaker", key = "similarityJaccardThreshold" },
-  ["BudgetBreaker.new{loopWindow = v}"] = { class = "BudgetBreaker", key = "loopWindow" },
-  ["BudgetBreaker.new{maxTokensPerOutput = v}"] = { class = "BudgetBreaker", key = "maxTokensPerOutput" },
-  ["BudgetBreaker.new{prices = v}"] = { class = "BudgetBreaker", key = "prices" },
+  ["BudgetBreaker.new{maxToolCallsPerTask = v}"] = field(),
+  ["BudgetBreaker.new{maxTokenSpendCentsPerTask = v}"] = field(),
+  ["BudgetBreaker.new{maxTaskDurationSecs = v}"] = field(),
+  ["BudgetBreaker.new{maxIdleSecs = v}"] = field(),
+  ["BudgetBreaker.new{similarityJaccardThreshold = v}"] = field(),
+  ["BudgetBreaker.new{loopWindow = v}"] = field(),
+  ["BudgetBreaker.new{maxTokensPerOutput = v}"] = field(),
+  ["BudgetBreaker.new{prices = v}"] = field(),
   ["BudgetBreaker.new{prices = {[\"*\"] = {input = v, ...}}}"] = { call = function(v)
     return ab.BudgetBreaker.new({ prices = { ["*"] = { input = v, output = 1, cacheWrite = 1, cacheRead = 1 } } })
   end },
   ["bb:ingest(event)"] = { make = "bb", call = function(o, v) return o:ingest(v) end },
-  ["bb:ingest{type = v, name = \"Read\"}"] = { make = "bb", call = function(o, v) return o:ingest({ type = v, name = "Read" }) end },
-  ["bb:ingest{type = \"tool_use\", name = \"Read\", taskId = v}"] = { make = "bb", call = function(o, v) return o:ingest({ type = "tool_use", name = "Read", taskId = v }) end },
-  ["bb:ingest{type = \"tool_use\", name = v}"] = { make = "bb", call = function(o, v) return o:ingest({ type = "tool_use", name = v }) end },
+  ["bb:ingest{type = v, name = \"Read\"}"] = {
+    make = "bb",
+    call = function(o, v)
+      return o:ingest({ type = v, name = "Read" })
+    end,
+  },
+  ["bb:ingest{type = \"tool_use\", name = \"Read\", taskId = v}"] = {
+    make = "bb",
+    call = function(o, v)
+      return o:ingest({ type = "tool_use", name = "Read", taskId = v })
+    end,
+  },
+  ["bb:ingest{type = \"tool_use\", name = v}"] = {
+    make = "bb",
+    call = function(o, v)
+      return o:ingest({ type = "tool_use", name = v })
+    end,
+  },
   ["bb:ingest{type = \"tool_use\", name = \"Read\", input = v}"] = { make = "bb", wrong = function() end,
     call = function(o, v) return o:ingest({ type = "tool_use", name = "Read", input = v }) end },
-  ["bb:ingest{type = \"assistant\", text = v}"] = { make = "bb", call = function(o, v) return o:ingest({ type = "assistant", text = v }) end },
+  ["bb:ingest{type = \"assistant\", text = v}"] = {
+    make = "bb",
+    call = function(o, v)
+      return o:ingest({ type = "assistant", text = v })
+    end,
+  },
   ["bb:ingest{type = \"heartbeat\", taskId = \"t\", phase = v}"] = { make = "bb",
     call = function(o, v) return o:ingest({ type = "heartbeat", taskId = "t", phase = v }) end },
   ["bb:ingest{type = \"usage\", model = v, usage = {...}}"] = { make = "bb",
@@ -257,9 +316,17 @@ local ENTRIES = {
 
   -- ExitStrategy and FixPlan
   ["ExitStrategy.new(config)"] = { call = function(v) return ab.ExitStrategy.new(v) end },
-  ["ExitStrategy.new{type = v}"] = { class = "ExitStrategy", key = "type" },
-  ["ExitStrategy.new{type = \"auto\", threshold = v}"] = { call = function(v) return ab.ExitStrategy.new({ type = "auto", threshold = v }) end },
-  ["ExitStrategy.new{type = \"composite\", members = v}"] = { call = function(v) return ab.ExitStrategy.new({ type = "composite", members = v }) end },
+  ["ExitStrategy.new{type = v}"] = field(),
+  ["ExitStrategy.new{type = \"auto\", threshold = v}"] = {
+    call = function(v)
+      return ab.ExitStrategy.new({ type = "auto", threshold = v })
+    end,
+  },
+  ["ExitStrategy.new{type = \"composite\", members = v}"] = {
+    call = function(v)
+      return ab.ExitStrategy.new({ type = "composite", members = v })
+    end,
+  },
   ["ExitStrategy.new{type = \"composite\", mode = v, ...}"] = { call = function(v)
     return ab.ExitStrategy.new({ type = "composite", mode = v, members = { { type = "auto" } } })
   end },
@@ -274,25 +341,43 @@ local ENTRIES = {
   ["FixPlan.new{steps = v}"] = { call = function(v) return ab.FixPlan.new({ steps = v }) end },
   ["FixPlan.new{steps = {v}}"] = { call = function(v) return ab.FixPlan.new({ steps = { v } }) end },
   ["FixPlan.new{markdown = v}"] = { call = function(v) return ab.FixPlan.new({ markdown = v }) end },
-  ["FixPlan.new{steps = ..., maxAttempts = v}"] = { call = function(v) return ab.FixPlan.new({ steps = { { description = "a" } }, maxAttempts = v }) end },
+  ["FixPlan.new{steps = ..., maxAttempts = v}"] = {
+    call = function(v)
+      return ab.FixPlan.new({ steps = { { description = "a" } }, maxAttempts = v })
+    end,
+  },
   ["FixPlan.fromMarkdown(text)"] = { call = function(v) return ab.FixPlan.fromMarkdown(v) end },
-  ["FixPlan.fromMarkdown(\"- [ ] a\", options)"] = { call = function(v) return ab.FixPlan.fromMarkdown("- [ ] a", v) end },
+  ["FixPlan.fromMarkdown(\"- [ ] a\", options)"] = {
+    call = function(v)
+      return ab.FixPlan.fromMarkdown("- [ ] a", v)
+    end,
+  },
   ["plan.getStatus(self)"] = { make = "plan", call = function(o, v) o.getStatus(v) end },
 
   -- Loop
   ["Loop.new(config)"] = { call = function(v) return ab.Loop.new(v) end },
-  ["Loop.new{maxIterations = v}"] = { class = "Loop", key = "maxIterations" },
-  ["Loop.new{strategy = v}"] = { class = "Loop", key = "strategy" },
-  ["Loop.new{stagnation = v}"] = { class = "Loop", key = "stagnation" },
-  ["Loop.new{budget = v}"] = { class = "Loop", key = "budget" },
+  ["Loop.new{maxIterations = v}"] = field(),
+  ["Loop.new{strategy = v}"] = field(),
+  ["Loop.new{stagnation = v}"] = field(),
+  ["Loop.new{budget = v}"] = field(),
   ["loop:observe(observation)"] = { make = "loop", call = function(o, v) return o:observe(v) end },
   ["loop:observe{output = v}"] = { make = "loop", call = function(o, v) return o:observe({ output = v }) end },
   ["loop:observe{output = \"x\", filesChanged = v}"] = { make = "loop",
     call = function(o, v) return o:observe({ output = "x", filesChanged = v }) end },
   ["loop:observe{output = \"x\", testsPassing = v}"] = { make = "loop",
     call = function(o, v) return o:observe({ output = "x", testsPassing = v }) end },
-  ["loop:observe{output = \"x\", error = v}"] = { make = "loop", call = function(o, v) return o:observe({ output = "x", error = v }) end },
-  ["loop:observe{output = \"x\", events = v}"] = { make = "loop", call = function(o, v) return o:observe({ output = "x", events = v }) end },
+  ["loop:observe{output = \"x\", error = v}"] = {
+    make = "loop",
+    call = function(o, v)
+      return o:observe({ output = "x", error = v })
+    end,
+  },
+  ["loop:observe{output = \"x\", events = v}"] = {
+    make = "loop",
+    call = function(o, v)
+      return o:observe({ output = "x", events = v })
+    end,
+  },
   ["loop.getStatus(self)"] = { make = "loop", call = function(o, v) o.getStatus(v) end },
   ["loop.reset(self)"] = { make = "loop", call = function(o, v) o.reset(v) end },
   ["loop:addListener(fn)"] = { make = "loop", call = function(o, v) o:addListener(v) end },
@@ -300,8 +385,8 @@ local ENTRIES = {
   ["loop.listenerErrors(self)"] = { make = "loop", call = function(o, v) o.listenerErrors(v) end },
 }
 
--- Config-field entries: the class's constructor with that one key set (a CircuitBreaker quiet,
--- unless the key is `quiet` itself).
+-- Config-field entries (`Class.new{key = v}`, or `{key = {v}}` for one item of a list): the
+-- class's constructor with that one key set (a CircuitBreaker quiet, unless the key is `quiet`).
 local CONSTRUCTORS = {
   CircuitBreaker = ab.CircuitBreaker.new,
   StagnationBreaker = ab.StagnationBreaker.new,
@@ -309,12 +394,14 @@ local CONSTRUCTORS = {
   ExitStrategy = ab.ExitStrategy.new,
   Loop = ab.Loop.new,
 }
-for _, entry in pairs(ENTRIES) do
-  if entry.key then
-    local construct, key, list = CONSTRUCTORS[entry.class], entry.key, entry.list
+for name, entry in pairs(ENTRIES) do
+  if entry.field then
+    local class, key, shape = name:match("^(%w+)%.new{(%w+) = (.*)}$")
+    local construct = assert(CONSTRUCTORS[class], "not a config-field entry: " .. name)
+    local list = shape == "{v}"
     entry.call = function(v)
       local config = { [key] = list and { v } or v }
-      if entry.class == "CircuitBreaker" and key ~= "quiet" then
+      if class == "CircuitBreaker" and key ~= "quiet" then
         config.quiet = true
       end
       return construct(config)
@@ -483,9 +570,6 @@ end)
 -- full conversion for plain values and fall back to it for anything else: what they accept and
 -- refuse must be exactly what the full conversion does.
 describe("the hot paths take exactly what the full conversion takes", function()
-  local function codeOf(err)
-    return type(err) == "string" and err:match("^([A-Z][A-Z_]*): ") or nil
-  end
   local function raises(code, fn, ...)
     local ok, err = pcall(fn, ...)
     assert.is_false(ok, "expected " .. code)
