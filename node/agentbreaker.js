@@ -41,6 +41,8 @@ function errorText(error) {
 const kFast = Symbol('agentbreaker.fastPath')
 const nativeShouldAllowOperation = native.FailureBreaker.prototype.shouldAllowOperation
 const nativeRecordSuccess = native.FailureBreaker.prototype.recordSuccess
+/** The hot-path functions of breakers that cannot take a property (frozen, sealed). */
+const sealedFast = new WeakMap()
 
 /**
  * The hot-path functions of a breaker (made on its first use, kept on it), or undefined when
@@ -55,6 +57,19 @@ function fastPath(target) {
   if (existing !== undefined || !(target instanceof native.FailureBreaker)) {
     return existing
   }
+  let fast = sealedFast.get(target)
+  if (fast === undefined) {
+    fast = makeFastPath(target)
+    if (Object.isExtensible(target)) {
+      Object.defineProperty(target, kFast, { value: fast })
+    } else {
+      sealedFast.set(target, fast)
+    }
+  }
+  return fast
+}
+
+function makeFastPath(target) {
   const fast = target._fastPath()
   const success = fast.success
   fast.settled = (value) => {
@@ -65,7 +80,6 @@ function fastPath(target) {
     target.recordFailure(errorText(error))
     throw error
   }
-  Object.defineProperty(target, kFast, { value: fast })
   return fast
 }
 
@@ -74,7 +88,12 @@ function fastPath(target) {
 // outcome is recorded when `fn`'s result settles (a plain value: on the next microtask), as an
 // `await` would.
 function call(fn, ...args) {
-  const fast = fastPath(this)
+  let fast
+  try {
+    fast = fastPath(this)
+  } catch (error) {
+    return Promise.reject(error)
+  }
   if (fast === undefined) {
     return Promise.reject(invalidArgument('call() must be called on a FailureBreaker'))
   }
