@@ -49,6 +49,11 @@ impl Price {
     };
 }
 
+/// The highest price a price table accepts, in cents per million tokens ($10 000 per token):
+/// far above any real price, and low enough that no spend can overflow to infinity (the most
+/// tokens one usage event can carry, 4 x 2^64, cost about 7e26 cents at this price).
+pub const MAX_PRICE: f64 = 1e12;
+
 /// Configuration of a [`BudgetBreaker`]; defaults are the seed's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -136,9 +141,10 @@ impl BudgetConfig {
         }
         for (model, p) in &self.prices {
             for v in [p.input, p.output, p.cache_write, p.cache_read] {
-                if !(v.is_finite() && v >= 0.0) {
+                if !(v.is_finite() && (0.0..=MAX_PRICE).contains(&v)) {
                     return Err(Error::config(format!(
-                        "prices[{model:?}] must be finite numbers >= 0"
+                        "prices[{model:?}] must be numbers from 0 to {MAX_PRICE:e} \
+                         (cents per million tokens)"
                     )));
                 }
             }
@@ -1119,6 +1125,24 @@ mod tests {
             jaccard(&token_set("x y", 512), &token_set("y z", 512)),
             1.0 / 3.0
         );
+    }
+
+    #[test]
+    fn prices_are_bounded_so_spend_stays_finite() {
+        let price = |v: f64| json!({"prices": {"*": {"input": v, "output": 1, "cacheWrite": 1, "cacheRead": 1}}});
+        for bad in [1e300, MAX_PRICE * 1.01, -1.0] {
+            let e = BudgetConfig::from_json(&price(bad)).unwrap_err();
+            assert_eq!(e.code(), "INVALID_CONFIG", "{bad}");
+        }
+        let (b, _) = breaker(config(price(MAX_PRICE)));
+        let usage = json!({"type": "usage", "model": "m", "usage": {"input_tokens": u64::MAX,
+            "output_tokens": u64::MAX, "cache_creation_input_tokens": u64::MAX,
+            "cache_read_input_tokens": u64::MAX}});
+        let halt = b.ingest(&usage).unwrap().unwrap();
+        let HaltReason::TokenSpendLimit { actual_cents, .. } = halt.reason else {
+            panic!("{halt:?}");
+        };
+        assert!(actual_cents.is_finite() && actual_cents > 1e25);
     }
 
     #[test]

@@ -1087,6 +1087,30 @@ mod tests {
     }
 
     #[test]
+    fn null_fields_are_defaults_in_every_config() {
+        use crate::{BudgetConfig, StagnationConfig};
+        let c = FailureConfig::from_json(&serde_json::json!({
+            "failureThreshold": null, "cooldownMs": 10, "warningThreshold": null,
+            "statePath": null, "errorMatch": null
+        }))
+        .unwrap();
+        assert_eq!(
+            c,
+            FailureConfig {
+                cooldown_ms: 10,
+                ..FailureConfig::default()
+            }
+        );
+        let s = StagnationConfig::from_json(&serde_json::json!({"noProgressThreshold": null}));
+        assert_eq!(s.unwrap(), StagnationConfig::default());
+        let b = BudgetConfig::from_json(&serde_json::json!({"maxToolCallsPerTask": null}));
+        assert_eq!(b.unwrap(), BudgetConfig::default());
+        // Unknown keys are still refused, null or not.
+        let e = FailureConfig::from_json(&serde_json::json!({"failureThreshhold": null}));
+        assert_eq!(e.unwrap_err().code(), "INVALID_CONFIG");
+    }
+
+    #[test]
     fn from_json_reads_camel_case_and_rejects_typos_and_fractions() {
         let c = FailureConfig::from_json(&serde_json::json!({
             "failureThreshold": 7, "warningThreshold": 2, "cooldownMs": 1000,

@@ -185,12 +185,22 @@ impl ErrorCounts {
         self.counts.iter().map(|(k, v)| (k.clone(), *v)).collect()
     }
 
-    /// Rebuilds from a map (a snapshot), keeping at most [`MAX_ERROR_KEYS`] keys.
+    /// Rebuilds from a map (a snapshot), keeping at most [`MAX_ERROR_KEYS`] keys, each cut to
+    /// the error-text cap as recorded keys are (a hostile snapshot cannot hold more than
+    /// 1024 x 4 KB). Keys that become equal when cut add up.
     pub(crate) fn from_map(map: &BTreeMap<String, u64>) -> Self {
         let mut out = ErrorCounts::default();
-        for (k, v) in map.iter().take(MAX_ERROR_KEYS) {
-            out.order.push_back(k.clone());
-            out.counts.insert(k.clone(), *v);
+        for (k, v) in map {
+            let key = crate::text::cap_error(k);
+            if let Some(count) = out.counts.get_mut(key) {
+                *count = count.saturating_add(*v);
+                continue;
+            }
+            if out.order.len() >= MAX_ERROR_KEYS {
+                break;
+            }
+            out.order.push_back(key.to_string());
+            out.counts.insert(key.to_string(), *v);
         }
         out
     }
@@ -206,6 +216,31 @@ mod tests {
 
     fn t(s: &str) -> String {
         fingerprint(s, ErrorMatch::Template)
+    }
+
+    #[test]
+    fn restored_keys_are_capped_in_number_and_length() {
+        let long = "x".repeat(10 * crate::text::MAX_ERROR_BYTES);
+        let mut map: BTreeMap<String, u64> = (0..2000).map(|i| (format!("e{i:04}"), 1)).collect();
+        map.insert(long.clone(), 2);
+        map.insert(format!("{long}y"), 3);
+        let counts = ErrorCounts::from_map(&map);
+        assert_eq!(counts.len(), MAX_ERROR_KEYS);
+        let restored = counts.to_map();
+        assert!(
+            restored
+                .keys()
+                .all(|k| k.len() <= crate::text::MAX_ERROR_BYTES)
+        );
+        // The two long keys cut to the same text and add up ("e..." keys sort before "x...").
+        let short = ErrorCounts::from_map(&BTreeMap::from([
+            (long.clone(), 2),
+            (format!("{long}y"), 3),
+        ]));
+        assert_eq!(
+            short.to_map().values().copied().collect::<Vec<_>>(),
+            vec![5]
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
-/// Deserializes a config object; any problem is `INVALID_CONFIG`. `null` means "all defaults".
+/// Deserializes a config object; any problem is `INVALID_CONFIG`. `null` means "all defaults",
+/// and a field set to `null` is that field's default (as every other reader of optional values
+/// treats it: `None`, `null`, `nil` and `undefined` all mean "not given").
 pub(crate) fn config_from_value<'a, T: Deserialize<'a> + Default>(
     value: &'a Value,
     what: &str,
@@ -14,9 +16,26 @@ pub(crate) fn config_from_value<'a, T: Deserialize<'a> + Default>(
     match value {
         Value::Null => Ok(T::default()),
         // Deserializing from the borrowed value never copies it (a deep copy of a hostile,
-        // deeply nested value could overflow the stack).
-        Value::Object(_) => {
-            T::deserialize(value).map_err(|e| Error::config(format!("{what} config: {e}")))
+        // deeply nested value could overflow the stack); null fields are left out on the way.
+        Value::Object(map) => {
+            // A null field must still be a known one: alone, an unknown key is refused by name.
+            for key in map.iter().filter(|(_, v)| v.is_null()).map(|(k, _)| k) {
+                let alone = std::iter::once((key.as_str(), &Value::Null));
+                if let Err(e) = T::deserialize(serde::de::value::MapDeserializer::<
+                    _,
+                    serde_json::Error,
+                >::new(alone))
+                    && e.to_string().starts_with("unknown field")
+                {
+                    return Err(Error::config(format!("{what} config: {e}")));
+                }
+            }
+            let fields = map
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.as_str(), v));
+            T::deserialize(serde::de::value::MapDeserializer::<_, serde_json::Error>::new(fields))
+                .map_err(|e| Error::config(format!("{what} config: {e}")))
         }
         other => Err(Error::config(format!(
             "{what} config must be an object, not {}",

@@ -47,8 +47,8 @@ pub mod text;
 pub use agent_loop::{Action, Loop, LoopConfig, LoopDecision, LoopStatus, Observation, Outcome};
 pub use analyzer::{Analysis, CompletionSignal, analyze};
 pub use budget::{
-    AgentEvent, BudgetBreaker, BudgetConfig, BudgetSnapshot, EventKind, Halt, HaltReason, Phase,
-    Price, TaskSnapshot, Usage,
+    AgentEvent, BudgetBreaker, BudgetConfig, BudgetSnapshot, EventKind, Halt, HaltReason,
+    MAX_PRICE, Phase, Price, TaskSnapshot, Usage,
 };
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
 pub use env::{
