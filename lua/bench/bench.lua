@@ -280,12 +280,13 @@ for _, case in ipairs(cases) do
       peer = case.peer,
       peer_ns = peerNs,
       min_ratio = case.min_ratio,
+      note = jit and "LuaJIT compiles the pure-Lua peer; calls into a C module stay interpreted" or nil,
     }
     print(("%-70s ours %9.1f ns   peer %9.1f ns   ratio %.2f"):format(row.operation, oursNs, peerNs,
       peerNs / oursNs))
     if out then
       out:write(json.encode(row, { keyorder = { "surface", "operation", "ours_ns", "peer", "peer_ns",
-        "min_ratio" } }), "\n")
+        "min_ratio", "note" } }), "\n")
     end
   end
 end

@@ -322,6 +322,12 @@ local ENTRIES = {
       return ab.ExitStrategy.new({ type = "auto", threshold = v })
     end,
   },
+  ["ExitStrategy.new{type = \"done_signals\", threshold = v}"] = {
+    call = function(v) return ab.ExitStrategy.new({ type = "done_signals", threshold = v }) end,
+  },
+  ["ExitStrategy.new{type = \"done_signals\", window = v}"] = {
+    call = function(v) return ab.ExitStrategy.new({ type = "done_signals", window = v }) end,
+  },
   ["ExitStrategy.new{type = \"composite\", members = v}"] = {
     call = function(v)
       return ab.ExitStrategy.new({ type = "composite", members = v })
@@ -340,6 +346,9 @@ local ENTRIES = {
   ["FixPlan.new(config)"] = { call = function(v) return ab.FixPlan.new(v) end },
   ["FixPlan.new{steps = v}"] = { call = function(v) return ab.FixPlan.new({ steps = v }) end },
   ["FixPlan.new{steps = {v}}"] = { call = function(v) return ab.FixPlan.new({ steps = { v } }) end },
+  ["FixPlan.new{steps = {{description = v}}}"] = {
+    call = function(v) return ab.FixPlan.new({ steps = { { description = v } } }) end,
+  },
   ["FixPlan.new{markdown = v}"] = { call = function(v) return ab.FixPlan.new({ markdown = v }) end },
   ["FixPlan.new{steps = ..., maxAttempts = v}"] = {
     call = function(v)
