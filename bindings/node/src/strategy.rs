@@ -46,7 +46,7 @@ pub fn fingerprint(
         let error = string_arg(error.as_ref(), "error")?;
         let mode = match from_js_opt(mode.as_ref(), Context::Argument, "mode")? {
             Value::Null => ErrorMatch::Normalized,
-            Value::String(m) => ErrorMatch::from_str(&m)?,
+            Value::String(m) => ErrorMatch::from_argument(&m)?,
             other => {
                 return Err(Context::Argument
                     .type_error(format!("mode must be a string, not {}", describe(&other))));

@@ -106,7 +106,7 @@ impl Observation {
                 .map(AgentEvent::from_json)
                 .collect::<Result<Vec<_>>>()?,
             Some(v) => {
-                return Err(Error::argument(format!(
+                return Err(Error::argument(format_args!(
                     "observation: events must be a list, not {}",
                     type_name(v)
                 )));
@@ -299,7 +299,7 @@ impl Loop {
         events: &mut Vec<Event>,
     ) -> Result<LoopDecision> {
         if let Some(reason) = inner.exit {
-            return Err(Error::argument(format!(
+            return Err(Error::argument(format_args!(
                 "the loop has exited ({reason}); call reset() to start again"
             )));
         }

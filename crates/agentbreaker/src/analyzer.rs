@@ -87,7 +87,7 @@ impl Analysis {
     /// replay recorded analyses into a strategy; a wrong shape is `INVALID_ARGUMENT`.
     pub fn from_json(value: &Value) -> Result<Self> {
         let a = Analysis::deserialize(value)
-            .map_err(|e| Error::argument(format!("not an analysis: {e}")))?;
+            .map_err(|e| Error::argument(format_args!("not an analysis: {e}")))?;
         if a.completion_signal.confidence > 100 || a.confidence > 100 {
             return Err(Error::argument("an analysis's confidence is 0..100"));
         }

@@ -127,7 +127,9 @@ impl BudgetConfig {
             ("maxTokensPerOutput", u64::from(self.max_tokens_per_output)),
         ] {
             if v < 1 {
-                return Err(Error::config(format!("{name} must be a whole number >= 1")));
+                return Err(Error::config(format_args!(
+                    "{name} must be a whole number >= 1"
+                )));
             }
         }
         let j = self.similarity_jaccard_threshold;
@@ -142,7 +144,7 @@ impl BudgetConfig {
         for (model, p) in &self.prices {
             for v in [p.input, p.output, p.cache_write, p.cache_read] {
                 if !(v.is_finite() && (0.0..=MAX_PRICE).contains(&v)) {
-                    return Err(Error::config(format!(
+                    return Err(Error::config(format_args!(
                         "prices[{model:?}] must be numbers from 0 to {MAX_PRICE:e} \
                          (cents per million tokens)"
                     )));
@@ -230,7 +232,7 @@ impl AgentEvent {
     /// Validates a JSON event (SPEC 4); anything malformed is `INVALID_EVENT`.
     pub fn from_json(value: &Value) -> Result<Self> {
         let Value::Object(map) = value else {
-            return Err(Error::event(format!(
+            return Err(Error::event(format_args!(
                 "an event must be an object, not {}",
                 type_name(value)
             )));
@@ -238,7 +240,7 @@ impl AgentEvent {
         let kind_name = match map.get("type") {
             Some(Value::String(s)) => s.as_str(),
             Some(v) => {
-                return Err(Error::event(format!(
+                return Err(Error::event(format_args!(
                     "event type must be a string, not {}",
                     type_name(v)
                 )));
@@ -251,13 +253,13 @@ impl AgentEvent {
                 return Err(Error::event("taskId must not be empty"));
             }
             Some(Value::String(s)) if s.len() > MAX_TASK_ID_BYTES => {
-                return Err(Error::event(format!(
+                return Err(Error::event(format_args!(
                     "taskId is longer than {MAX_TASK_ID_BYTES} bytes"
                 )));
             }
             Some(Value::String(s)) => Some(s.clone()),
             Some(v) => {
-                return Err(Error::event(format!(
+                return Err(Error::event(format_args!(
                     "taskId must be a string, not {}",
                     type_name(v)
                 )));
@@ -284,7 +286,7 @@ impl AgentEvent {
             "assistant" => match field("text") {
                 Some(Value::String(t)) => EventKind::Assistant(t.clone()),
                 Some(v) => {
-                    return Err(Error::event(format!(
+                    return Err(Error::event(format_args!(
                         "assistant text must be a string, not {}",
                         type_name(v)
                     )));
@@ -294,7 +296,7 @@ impl AgentEvent {
             "tool_use" => match field("name") {
                 Some(Value::String(n)) => EventKind::ToolUse(n.clone()),
                 Some(v) => {
-                    return Err(Error::event(format!(
+                    return Err(Error::event(format_args!(
                         "tool_use name must be a string, not {}",
                         type_name(v)
                     )));
@@ -306,7 +308,7 @@ impl AgentEvent {
                     None => None,
                     Some(Value::String(m)) => Some(m.clone()),
                     Some(v) => {
-                        return Err(Error::event(format!(
+                        return Err(Error::event(format_args!(
                             "usage model must be a string, not {}",
                             type_name(v)
                         )));
@@ -865,7 +867,7 @@ impl BudgetBreaker {
 }
 
 fn too_many_tasks() -> Error {
-    Error::event(format!(
+    Error::event(format_args!(
         "more than {MAX_OPEN_TASKS} tasks would be open; close tasks with a done heartbeat"
     ))
 }

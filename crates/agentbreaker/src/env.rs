@@ -186,7 +186,7 @@ where
 /// [`config_from_env`] over a JSON object of strings; a non-string value is `INVALID_ARGUMENT`.
 pub fn config_from_env_json(env: &Value) -> Result<EnvConfig> {
     let Value::Object(map) = env else {
-        return Err(Error::argument(format!(
+        return Err(Error::argument(format_args!(
             "env must be an object of strings, not {}",
             type_name(env)
         )));
@@ -196,7 +196,7 @@ pub fn config_from_env_json(env: &Value) -> Result<EnvConfig> {
         match v {
             Value::String(s) => vars.push((k.as_str(), s.as_str())),
             other => {
-                return Err(Error::argument(format!(
+                return Err(Error::argument(format_args!(
                     "env[{k:?}] must be a string, not {}",
                     type_name(other)
                 )));

@@ -71,20 +71,61 @@ impl Error {
     }
 
     pub(crate) fn config(msg: impl fmt::Display) -> Self {
-        Error::InvalidConfig(msg.to_string())
+        Error::InvalidConfig(bounded(msg))
     }
 
     pub(crate) fn argument(msg: impl fmt::Display) -> Self {
-        Error::InvalidArgument(msg.to_string())
+        Error::InvalidArgument(bounded(msg))
     }
 
     pub(crate) fn event(msg: impl fmt::Display) -> Self {
-        Error::InvalidEvent(msg.to_string())
+        Error::InvalidEvent(bounded(msg))
     }
 
     pub(crate) fn snapshot(msg: impl fmt::Display) -> Self {
-        Error::InvalidSnapshot(msg.to_string())
+        Error::InvalidSnapshot(bounded(msg))
     }
+
+    pub(crate) fn io(msg: impl fmt::Display) -> Self {
+        Error::Io(bounded(msg))
+    }
+}
+
+/// The longest error message, in bytes: a message quotes the bad input, which may be 10 MB.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// `msg` formatted, cut to [`MAX_MESSAGE_BYTES`] (at a character boundary) with `…` after a cut.
+/// Formatting stops at the cut, so a huge input costs no more than a small one.
+fn bounded(msg: impl fmt::Display) -> String {
+    struct Bounded {
+        out: String,
+        cut: bool,
+    }
+    impl fmt::Write for Bounded {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let room = MAX_MESSAGE_BYTES - self.out.len();
+            if s.len() <= room {
+                self.out.push_str(s);
+                return Ok(());
+            }
+            let mut end = room;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.out.push_str(&s[..end]);
+            self.cut = true;
+            Err(fmt::Error) // stop formatting
+        }
+    }
+    let mut w = Bounded {
+        out: String::new(),
+        cut: false,
+    };
+    let _ = fmt::write(&mut w, format_args!("{msg}"));
+    if w.cut {
+        w.out.push('…');
+    }
+    w.out
 }
 
 /// All error codes, in number order (for bindings that build one exception class per code).
@@ -132,6 +173,18 @@ impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_bounded_and_cut_at_a_char_boundary() {
+        let huge = "é".repeat(5_000_000); // 10 MB
+        let e = Error::config(format_args!("bad value {huge:?}"));
+        assert!(e.message().len() <= MAX_MESSAGE_BYTES + '…'.len_utf8());
+        assert!(e.message().starts_with("bad value \"éé"));
+        assert!(e.message().ends_with('…'));
+        assert_eq!(Error::argument("short").message(), "short");
+        let exact = "x".repeat(MAX_MESSAGE_BYTES);
+        assert_eq!(Error::io(&exact).message(), exact);
+    }
 
     #[test]
     fn codes_and_numbers_are_stable() {

@@ -92,7 +92,7 @@ impl FailureConfig {
             && w != 0
             && w >= self.failure_threshold
         {
-            return Err(Error::config(format!(
+            return Err(Error::config(format_args!(
                 "warningThreshold ({w}) must be less than failureThreshold ({}), or 0 for off",
                 self.failure_threshold
             )));
@@ -103,7 +103,7 @@ impl FailureConfig {
             ));
         }
         if self.max_cooldown_ms < self.cooldown_ms {
-            return Err(Error::config(format!(
+            return Err(Error::config(format_args!(
                 "maxCooldownMs ({}) must be >= cooldownMs ({})",
                 self.max_cooldown_ms, self.cooldown_ms
             )));
@@ -230,7 +230,7 @@ impl FailureSnapshot {
     /// Parses a snapshot; anything malformed is `INVALID_SNAPSHOT`.
     pub fn from_json(value: &Value) -> Result<Self> {
         let snap = FailureSnapshot::deserialize(value)
-            .map_err(|e| Error::snapshot(format!("not a FailureBreaker snapshot: {e}")))?;
+            .map_err(|e| Error::snapshot(format_args!("not a FailureBreaker snapshot: {e}")))?;
         persist::check_snapshot_header(snap.version, &snap.kind, "failure")?;
         if snap.state == State::Open && snap.opened_at.is_none() {
             return Err(Error::snapshot("an OPEN snapshot needs openedAt"));
@@ -807,8 +807,9 @@ impl FailureBreaker {
         let Some(bytes) = persist::read_optional(path)? else {
             return Ok(false);
         };
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::snapshot(format!("{} is not valid JSON: {e}", path.display())))?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::snapshot(format_args!("{} is not valid JSON: {e}", path.display()))
+        })?;
         self.restore_json(&value)?;
         Ok(true)
     }

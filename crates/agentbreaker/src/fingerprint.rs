@@ -46,6 +46,15 @@ impl fmt::Display for ErrorMatch {
     }
 }
 
+impl ErrorMatch {
+    /// Parses a mode given as a function's argument (not as a config field): a bad name is
+    /// `INVALID_ARGUMENT` rather than `INVALID_CONFIG`.
+    pub fn from_argument(s: &str) -> Result<Self, Error> {
+        s.parse()
+            .map_err(|e: Error| Error::InvalidArgument(e.message().to_string()))
+    }
+}
+
 impl FromStr for ErrorMatch {
     type Err = Error;
 
@@ -55,7 +64,7 @@ impl FromStr for ErrorMatch {
             "normalized" => Ok(ErrorMatch::Normalized),
             "template" => Ok(ErrorMatch::Template),
             "key_line" => Ok(ErrorMatch::KeyLine),
-            other => Err(Error::config(format!(
+            other => Err(Error::config(format_args!(
                 "errorMatch must be \"exact\", \"normalized\", \"template\" or \"key_line\", \
                  not {other:?}"
             ))),

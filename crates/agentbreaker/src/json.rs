@@ -27,7 +27,7 @@ pub(crate) fn config_from_value<'a, T: Deserialize<'a> + Default>(
                 >::new(alone))
                     && e.to_string().starts_with("unknown field")
                 {
-                    return Err(Error::config(format!("{what} config: {e}")));
+                    return Err(Error::config(format_args!("{what} config: {e}")));
                 }
             }
             let fields = map
@@ -35,9 +35,9 @@ pub(crate) fn config_from_value<'a, T: Deserialize<'a> + Default>(
                 .filter(|(_, v)| !v.is_null())
                 .map(|(k, v)| (k.as_str(), v));
             T::deserialize(serde::de::value::MapDeserializer::<_, serde_json::Error>::new(fields))
-                .map_err(|e| Error::config(format!("{what} config: {e}")))
+                .map_err(|e| Error::config(format_args!("{what} config: {e}")))
         }
-        other => Err(Error::config(format!(
+        other => Err(Error::config(format_args!(
             "{what} config must be an object, not {}",
             type_name(other)
         ))),

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 pub const MAX_STATE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 fn io(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Io(format!("{what} {}: {e}", path.display()))
+    Error::io(format_args!("{what} {}: {e}", path.display()))
 }
 
 /// Writes `bytes` to `path` atomically. Never creates missing directories.
@@ -52,7 +52,7 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
         .read_to_end(&mut bytes)
         .map_err(|e| io(path, "cannot read", e))?;
     if bytes.len() as u64 > MAX_STATE_FILE_BYTES {
-        return Err(Error::snapshot(format!(
+        return Err(Error::snapshot(format_args!(
             "{} is larger than {MAX_STATE_FILE_BYTES} bytes",
             path.display()
         )));
@@ -63,12 +63,12 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 /// Checks the `version` and `kind` every snapshot carries.
 pub(crate) fn check_snapshot_header(version: u32, kind: &str, expected_kind: &str) -> Result<()> {
     if version != 1 {
-        return Err(Error::snapshot(format!(
+        return Err(Error::snapshot(format_args!(
             "unknown snapshot version {version} (this library reads version 1)"
         )));
     }
     if kind != expected_kind {
-        return Err(Error::snapshot(format!(
+        return Err(Error::snapshot(format_args!(
             "snapshot kind is {kind:?}, expected {expected_kind:?}"
         )));
     }

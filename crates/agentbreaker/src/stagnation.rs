@@ -102,13 +102,13 @@ impl StagnationConfig {
             ("failWindow", self.fail_window),
         ] {
             if v == 1 || v > MAX_STEP_THRESHOLD {
-                return Err(Error::config(format!(
+                return Err(Error::config(format_args!(
                     "{name} must be 0 (off) or between 2 and {MAX_STEP_THRESHOLD}"
                 )));
             }
         }
         if !(2..=MAX_CYCLE_LENGTH).contains(&self.max_cycle_length) {
-            return Err(Error::config(format!(
+            return Err(Error::config(format_args!(
                 "maxCycleLength must be between 2 and {MAX_CYCLE_LENGTH}"
             )));
         }
@@ -222,7 +222,7 @@ impl StagnationSnapshot {
     /// Parses a snapshot; anything malformed is `INVALID_SNAPSHOT`.
     pub fn from_json(value: &Value) -> Result<Self> {
         let snap = StagnationSnapshot::deserialize(value)
-            .map_err(|e| Error::snapshot(format!("not a StagnationBreaker snapshot: {e}")))?;
+            .map_err(|e| Error::snapshot(format_args!("not a StagnationBreaker snapshot: {e}")))?;
         persist::check_snapshot_header(snap.version, &snap.kind, "stagnation")?;
         if snap.baseline_outputs.len() > BASELINE_ITERATIONS {
             return Err(Error::snapshot("baselineOutputs holds at most 3 values"));

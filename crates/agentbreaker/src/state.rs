@@ -46,7 +46,7 @@ impl FromStr for State {
             "CLOSED" => Ok(State::Closed),
             "HALF_OPEN" => Ok(State::HalfOpen),
             "OPEN" => Ok(State::Open),
-            other => Err(Error::argument(format!(
+            other => Err(Error::argument(format_args!(
                 "unknown state {other:?} (expected CLOSED, HALF_OPEN or OPEN)"
             ))),
         }

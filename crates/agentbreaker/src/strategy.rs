@@ -148,7 +148,7 @@ impl FixPlan {
         for line in text.lines() {
             if let Some(c) = item.captures(line) {
                 if steps.len() >= MAX_PLAN_STEPS {
-                    return Err(Error::config(format!(
+                    return Err(Error::config(format_args!(
                         "a fix plan holds at most {MAX_PLAN_STEPS} steps"
                     )));
                 }
@@ -241,7 +241,7 @@ impl StrategyConfig {
                 Some(Value::String(t)) if t == "fix_plan" => parse_fix_plan(value),
                 Some(_) => Err(Error::config("a fix plan config's type must be fix_plan")),
             },
-            other => Err(Error::config(format!(
+            other => Err(Error::config(format_args!(
                 "a fix plan config must be an object, not {}",
                 type_name(other)
             ))),
@@ -255,14 +255,14 @@ impl StrategyConfig {
         let kind = match value.get("type") {
             Some(Value::String(t)) => t.as_str(),
             Some(v) => {
-                return Err(Error::config(format!(
+                return Err(Error::config(format_args!(
                     "strategy type must be a string, not {}",
                     type_name(v)
                 )));
             }
             None if value.is_object() => return Err(Error::config("a strategy needs a \"type\"")),
             None => {
-                return Err(Error::config(format!(
+                return Err(Error::config(format_args!(
                     "a strategy config must be an object, not {}",
                     type_name(value)
                 )));
@@ -271,7 +271,9 @@ impl StrategyConfig {
         let percent = |f: &Fields<'_>, key: &str, default: u64| -> Result<u32> {
             let v = f.u64_or(key, default)?;
             if v > 100 {
-                return Err(Error::config(format!("{key} must be between 0 and 100")));
+                return Err(Error::config(format_args!(
+                    "{key} must be between 0 and 100"
+                )));
             }
             Ok(v as u32)
         };
@@ -332,7 +334,7 @@ impl StrategyConfig {
                     None | Some("any") => CompositeMode::Any,
                     Some("all") => CompositeMode::All,
                     Some(other) => {
-                        return Err(Error::config(format!(
+                        return Err(Error::config(format_args!(
                             "composite mode must be \"any\" or \"all\", not {other:?}"
                         )));
                     }
@@ -346,7 +348,7 @@ impl StrategyConfig {
                         return Err(Error::config("a composite needs at least one member"));
                     }
                     Some(v) => {
-                        return Err(Error::config(format!(
+                        return Err(Error::config(format_args!(
                             "composite members must be a list, not {}",
                             type_name(v)
                         )));
@@ -355,7 +357,7 @@ impl StrategyConfig {
                 };
                 Ok(StrategyConfig::Composite { mode, members })
             }
-            other => Err(Error::config(format!(
+            other => Err(Error::config(format_args!(
                 "unknown strategy type {other:?} (auto, done_signals, fix_plan, circuit_breaker, composite)"
             ))),
         }
@@ -392,13 +394,13 @@ fn parse_fix_plan(value: &Value) -> Result<StrategyConfig> {
 
 fn parse_steps(steps: &Value, default_max_attempts: u32) -> Result<FixPlan> {
     let Value::Array(items) = steps else {
-        return Err(Error::config(format!(
+        return Err(Error::config(format_args!(
             "fix plan steps must be a list, not {}",
             type_name(steps)
         )));
     };
     if items.len() > MAX_PLAN_STEPS {
-        return Err(Error::config(format!(
+        return Err(Error::config(format_args!(
             "a fix plan holds at most {MAX_PLAN_STEPS} steps"
         )));
     }
