@@ -308,13 +308,15 @@ impl Loop {
                 "events were given but the loop has no budget configured",
             ));
         }
+        // The analysis changes nothing, so it comes first: should it fail (a bug, a panic caught
+        // at a binding's boundary), the observation has not been half applied.
+        let analysis = analyze(&o.output);
         let mut halts = Vec::new();
         let mut halt_events = Vec::new();
         if let Some(budget) = &self.budget {
             budget.ingest_all(&o.events, &mut halts, &mut Sink::Collect(&mut halt_events))?;
         }
         inner.iteration = inner.iteration.saturating_add(1);
-        let analysis = analyze(&o.output);
         self.stagnation.record_progress_into(
             IterationMetrics {
                 files_changed: o.files_changed,
