@@ -128,7 +128,8 @@ impl FailureConfig {
 
     /// The cooldown at a backoff level: min(cooldownMs × multiplier^level, maxCooldownMs).
     pub fn cooldown_at(&self, level: u32) -> u64 {
-        if level == 0 || self.backoff_multiplier == 1.0 {
+        // A zero cooldown stays zero at every level (0 x 2^1024 would be NaN, not 0).
+        if level == 0 || self.backoff_multiplier == 1.0 || self.cooldown_ms == 0 {
             return self.cooldown_ms.min(self.max_cooldown_ms);
         }
         let exponent = i32::try_from(level).unwrap_or(i32::MAX);
@@ -1204,6 +1205,19 @@ mod tests {
         assert_eq!(huge.cooldown_at(0), u64::MAX / 2);
         assert_eq!(huge.cooldown_at(1), u64::MAX);
         assert_eq!(huge.cooldown_at(u32::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn zero_cooldown_stays_zero_at_every_backoff_level() {
+        let c = FailureConfig {
+            cooldown_ms: 0,
+            backoff_multiplier: 2.0,
+            max_cooldown_ms: 60_000,
+            ..FailureConfig::default()
+        };
+        for level in [0, 1, 10, 1023, 1024, 5000, u32::MAX] {
+            assert_eq!(c.cooldown_at(level), 0, "level {level}");
+        }
     }
 
     #[test]

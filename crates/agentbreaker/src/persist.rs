@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
 
@@ -20,9 +21,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    let prefix = temp_prefix(path);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".agentbreaker-")
-        .suffix(".tmp")
+        .prefix(&prefix)
+        .suffix(TEMP_SUFFIX)
         .tempfile_in(dir)
         .map_err(|e| io(path, "cannot create a temporary file beside", e))?;
     tmp.write_all(bytes)
@@ -37,7 +39,48 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
+    remove_stale_temp_files(dir, &prefix);
     Ok(())
+}
+
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// A temporary file older than this is left over by a writer that was killed mid-save (a save
+/// takes milliseconds), and the next save of the same file removes it.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
+
+/// `.<file name>.agentbreaker-`: the temporary files of one state file.
+fn temp_prefix(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.agentbreaker-")
+}
+
+/// Removes this state file's temporary files older than [`STALE_TEMP_AGE`] (best effort: a file
+/// that cannot be read or removed is left).
+fn remove_stale_temp_files(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if !(name.starts_with(prefix) && name.ends_with(TEMP_SUFFIX)) {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age >= STALE_TEMP_AGE));
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Reads `path`; `Ok(None)` when it does not exist.
@@ -89,6 +132,38 @@ mod tests {
         assert_eq!(read_optional(&p).unwrap().unwrap(), b"two");
         // No temporary file is left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_save_removes_the_stale_temp_files_of_its_own_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("state.json");
+        let old = std::time::SystemTime::now() - STALE_TEMP_AGE - Duration::from_secs(5);
+        let make = |name: &str, stale: bool| {
+            let f = File::create(dir.path().join(name)).unwrap();
+            if stale {
+                f.set_modified(old).unwrap();
+            }
+        };
+        make(".state.json.agentbreaker-abc123.tmp", true); // left by a killed writer
+        make(".state.json.agentbreaker-def456.tmp", false); // a save in progress elsewhere
+        make(".other.json.agentbreaker-ghi789.tmp", true); // another state file's
+        make("notes.tmp", true);
+        write_atomic(&p, b"one").unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".other.json.agentbreaker-ghi789.tmp",
+                ".state.json.agentbreaker-def456.tmp",
+                "notes.tmp",
+                "state.json"
+            ]
+        );
     }
 
     #[test]

@@ -307,13 +307,13 @@ fn sigkill_during_saves_never_leaves_a_torn_state_file() {
         for stray in &strays {
             let name = stray.file_name().unwrap().to_string_lossy();
             assert!(
-                name.starts_with(".agentbreaker-") && name.ends_with(".tmp"),
+                name.starts_with(".state.json.agentbreaker-") && name.ends_with(".tmp"),
                 "kill {kill}: unexpected file {name}"
             );
             kills_with_a_stray += 1;
-            // A crashed writer's temporary file is its own business; the next writer may clean
-            // it up or not, but it must never be mistaken for the state. Remove it so that each
-            // kill is judged on its own leftovers.
+            // A crashed writer's temporary file must never be mistaken for the state; a later
+            // save removes it once it is STALE_TEMP_AGE old (persist's own test). Remove it here
+            // so that each kill is judged on its own leftovers.
             std::fs::remove_file(stray).unwrap();
         }
         strays_seen += strays.len();
