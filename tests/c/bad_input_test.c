@@ -3,9 +3,9 @@
  * every field of every JSON config, event, observation, snapshot and environment, against the
  * columns below. Each row of ROWS is one argument (or field) with the outcome of every column;
  * each column that applies is one case. A case builds fresh objects, makes the call, checks its
- * status (and that the last-error message starts with the status's code, that an out-parameter
- * is written exactly when the call returns AB_OK), then checks that the object still works (a
- * short behavioural check per type) and frees everything.
+ * status (and that the last-error message starts with the status's code and is at most 1100
+ * bytes, that an out-parameter is written exactly when the call returns AB_OK), then checks that
+ * the object still works (a short behavioural check per type) and frees everything.
  *
  * docs/bad-input/c.md is generated from the same table (`bad_input_test --markdown`; mk/c.mk
  * fails when the committed file differs). `--discover` prints every row with the outcomes the
@@ -1026,25 +1026,25 @@ static const Row ROWS[] = {
     {"ab_failure_breaker_new", "config_json", A_JSON, O_NONE, call_failure_new, 0,
      "{\"failureThreshold\": 3}", "CFG OK/defaults - - - - - - OK ARG OK/defaults"},
     {"ab_failure_breaker_new", "config_json.failureThreshold", F_INT, O_NONE, call_failure_new, 0,
-     "{\"failureThreshold\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"failureThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_failure_breaker_new", "config_json.warningThreshold", F_INT, O_NONE, call_failure_new, 0,
      "{\"warningThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG OK/off CFG CFG - -"},
     {"ab_failure_breaker_new", "config_json.cooldownMs", F_INT, O_NONE, call_failure_new, 0,
-     "{\"cooldownMs\": %s}", "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
+     "{\"cooldownMs\": %s}", "CFG OK/default CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_failure_breaker_new", "config_json.backoffMultiplier", F_FLOAT, O_NONE, call_failure_new,
-     0, "{\"backoffMultiplier\": %s}", "CFG CFG CFG CFG CFG CFG CFG OK CFG - -"},
+     0, "{\"backoffMultiplier\": %s}", "CFG OK/default CFG CFG CFG CFG CFG OK CFG - -"},
     {"ab_failure_breaker_new", "config_json.maxCooldownMs", F_INT, O_NONE, call_failure_new, 0,
-     "{\"maxCooldownMs\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"maxCooldownMs\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_failure_breaker_new", "config_json.identicalErrorThreshold", F_INT, O_NONE,
-     call_failure_new, 0, "{\"identicalErrorThreshold\": %s}", "CFG CFG CFG CFG CFG CFG OK/off CFG CFG - -"},
+     call_failure_new, 0, "{\"identicalErrorThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG OK/off CFG CFG - -"},
     {"ab_failure_breaker_new", "config_json.historyLimit", F_INT, O_NONE, call_failure_new, 0,
-     "{\"historyLimit\": %s}", "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
+     "{\"historyLimit\": %s}", "CFG OK/default CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_failure_breaker_new", "config_json.halfOpenMaxProbes", F_INT, O_NONE, call_failure_new, 0,
-     "{\"halfOpenMaxProbes\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"halfOpenMaxProbes\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_failure_breaker_new", "config_json.probeTimeoutMs", F_INT, O_NONE, call_failure_new, 0,
-     "{\"probeTimeoutMs\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"probeTimeoutMs\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_failure_breaker_new", "config_json.errorMatch", F_STR, O_NONE, call_failure_new, 0,
-     "{\"errorMatch\": %s}", "CFG CFG - - - - - - CFG ARG -"},
+     "{\"errorMatch\": %s}", "CFG OK/default - - - - - - CFG ARG -"},
     {"ab_failure_breaker_new", "config_json.statePath", F_STR, O_NONE, call_failure_new, 0,
      "{\"statePath\": %s}", "CFG OK/none - - - - - - IO ARG -"},
     {"ab_failure_breaker_new", "clock", A_PTR, O_NONE, call_failure_new, 1, NULL, "- - - - - - - - - - OK/system_clock"},
@@ -1164,27 +1164,27 @@ static const Row ROWS[] = {
     {"ab_stagnation_breaker_new", "config_json", A_JSON, O_NONE, call_stagnation_new, 0,
      "{\"noProgressThreshold\": 3}", "CFG OK/defaults - - - - - - OK ARG OK/defaults"},
     {"ab_stagnation_breaker_new", "config_json.noProgressThreshold", F_INT, O_NONE,
-     call_stagnation_new, 0, "{\"noProgressThreshold\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     call_stagnation_new, 0, "{\"noProgressThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.sameErrorThreshold", F_INT, O_NONE,
-     call_stagnation_new, 0, "{\"sameErrorThreshold\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     call_stagnation_new, 0, "{\"sameErrorThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.outputDeclineThreshold", F_INT, O_NONE,
-     call_stagnation_new, 0, "{\"outputDeclineThreshold\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     call_stagnation_new, 0, "{\"outputDeclineThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.errorMatch", F_STR, O_NONE, call_stagnation_new, 0,
-     "{\"errorMatch\": %s}", "CFG CFG - - - - - - CFG ARG -"},
+     "{\"errorMatch\": %s}", "CFG OK/default - - - - - - CFG ARG -"},
     {"ab_stagnation_breaker_new", "config_json.repeatThreshold", F_INT, O_NONE,
-     call_stagnation_new, 0, "{\"repeatThreshold\": %s}", "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
+     call_stagnation_new, 0, "{\"repeatThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.cycleRepeats", F_INT, O_NONE, call_stagnation_new,
-     0, "{\"cycleRepeats\": %s}", "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
+     0, "{\"cycleRepeats\": %s}", "CFG OK/default CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.maxCycleLength", F_INT, O_NONE, call_stagnation_new,
-     0, "{\"maxCycleLength\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     0, "{\"maxCycleLength\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.failStreakThreshold", F_INT, O_NONE,
-     call_stagnation_new, 0, "{\"failStreakThreshold\": %s}", "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
+     call_stagnation_new, 0, "{\"failStreakThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.failStreakDistinct", F_INT, O_NONE,
-     call_stagnation_new, 0, "{\"failStreakDistinct\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     call_stagnation_new, 0, "{\"failStreakDistinct\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.failWindow", F_INT, O_NONE, call_stagnation_new, 0,
-     "{\"failWindow\": %s}", "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
+     "{\"failWindow\": %s}", "CFG OK/default CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_stagnation_breaker_new", "config_json.failWindowPercent", F_INT, O_NONE,
-     call_stagnation_new, 0, "{\"failWindowPercent\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     call_stagnation_new, 0, "{\"failWindowPercent\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_stagnation_breaker_new", "clock", A_PTR, O_NONE, call_stagnation_new, 1, NULL, "- - - - - - - - - - OK/system_clock"},
     {"ab_stagnation_breaker_new", "out_breaker", A_PTR, O_NONE, call_stagnation_new, 2, NULL, "- - - - - - - - - - NULL"},
     {"ab_stagnation_breaker_free", "breaker", A_PTR, O_NONE, call_stagnation_free, 0, NULL, "- - - - - - - - - - NOOP"},
@@ -1258,7 +1258,7 @@ static const Row ROWS[] = {
      "{\"version\": 1, \"kind\": \"stagnation\", \"state\": \"CLOSED\", "
      "\"consecutiveNoProgress\": 0, \"errorCounts\": {%s: 1}, \"outputTrend\": [], "
      "\"lastProgress\": null, \"baselineOutputs\": [], \"bestTestsPassing\": 0, \"reason\": null}",
-     "SNAP SNAP - - - - - - OK/kept_whole ARG -"},
+     "SNAP SNAP - - - - - - OK/cut_to_4096_bytes ARG -"},
     {"ab_stagnation_breaker_restore", "snapshot_json.errorCounts.<key> (the count)", F_INT, O_STAGNATION,
      call_stagnation_restore, 1,
      "{\"version\": 1, \"kind\": \"stagnation\", \"state\": \"CLOSED\", "
@@ -1316,38 +1316,38 @@ static const Row ROWS[] = {
     {"ab_budget_breaker_new", "config_json", A_JSON, O_NONE, call_budget_new, 0,
      "{\"maxToolCallsPerTask\": 3}", "CFG OK/defaults - - - - - - OK ARG OK/defaults"},
     {"ab_budget_breaker_new", "config_json.maxToolCallsPerTask", F_INT, O_NONE, call_budget_new, 0,
-     "{\"maxToolCallsPerTask\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"maxToolCallsPerTask\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.maxTokenSpendCentsPerTask", F_INT, O_NONE,
-     call_budget_new, 0, "{\"maxTokenSpendCentsPerTask\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     call_budget_new, 0, "{\"maxTokenSpendCentsPerTask\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.maxTaskDurationSecs", F_INT, O_NONE, call_budget_new, 0,
-     "{\"maxTaskDurationSecs\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"maxTaskDurationSecs\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.maxIdleSecs", F_INT, O_NONE, call_budget_new, 0,
-     "{\"maxIdleSecs\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"maxIdleSecs\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.similarityJaccardThreshold", F_FLOAT, O_NONE,
-     call_budget_new, 0, "{\"similarityJaccardThreshold\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     call_budget_new, 0, "{\"similarityJaccardThreshold\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.loopWindow", F_INT, O_NONE, call_budget_new, 0,
-     "{\"loopWindow\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"loopWindow\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.maxTokensPerOutput", F_INT, O_NONE, call_budget_new, 0,
-     "{\"maxTokensPerOutput\": %s}", "CFG CFG CFG CFG CFG CFG CFG CFG CFG - -"},
+     "{\"maxTokensPerOutput\": %s}", "CFG OK/default CFG CFG CFG CFG CFG CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.prices", F_OBJ, O_NONE, call_budget_new, 0,
-     "{\"prices\": %s}", "CFG CFG - - - - - - CFG - -"},
+     "{\"prices\": %s}", "CFG OK/default - - - - - - CFG - -"},
     {"ab_budget_breaker_new", "config_json.prices.<model>", F_OBJ, O_NONE, call_budget_new, 0,
      "{\"prices\": {\"claude\": %s}}", "CFG CFG - - - - - - CFG - -"},
     {"ab_budget_breaker_new", "config_json.prices.<model>.input", F_FLOAT, O_NONE, call_budget_new,
      0, "{\"prices\": {\"*\": {\"input\": %s, \"output\": 1, \"cacheWrite\": 1, \"cacheRead\": 1}}}",
-     "CFG CFG CFG CFG CFG CFG OK OK CFG - -"},
+     "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.prices.<model>.output", F_FLOAT, O_NONE,
      call_budget_new, 0,
      "{\"prices\": {\"*\": {\"input\": 1, \"output\": %s, \"cacheWrite\": 1, \"cacheRead\": 1}}}",
-     "CFG CFG CFG CFG CFG CFG OK OK CFG - -"},
+     "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.prices.<model>.cacheWrite", F_FLOAT, O_NONE,
      call_budget_new, 0,
      "{\"prices\": {\"*\": {\"input\": 1, \"output\": 1, \"cacheWrite\": %s, \"cacheRead\": 1}}}",
-     "CFG CFG CFG CFG CFG CFG OK OK CFG - -"},
+     "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_budget_breaker_new", "config_json.prices.<model>.cacheRead", F_FLOAT, O_NONE,
      call_budget_new, 0,
      "{\"prices\": {\"*\": {\"input\": 1, \"output\": 1, \"cacheWrite\": 1, \"cacheRead\": %s}}}",
-     "CFG CFG CFG CFG CFG CFG OK OK CFG - -"},
+     "CFG CFG CFG CFG CFG CFG OK CFG CFG - -"},
     {"ab_budget_breaker_new", "clock", A_PTR, O_NONE, call_budget_new, 1, NULL, "- - - - - - - - - - OK/system_clock"},
     {"ab_budget_breaker_new", "out_breaker", A_PTR, O_NONE, call_budget_new, 2, NULL, "- - - - - - - - - - NULL"},
     {"ab_budget_breaker_new_from_env", "env_json", A_JSON, O_NONE, call_budget_new_from_env, 0,
@@ -1842,6 +1842,9 @@ static void on_crash(int signal_number) {
 
 static int cells_tried, cells_failed, cells_na;
 
+/* The longest last-error message a cell may leave: the code, ": " and the core's message. */
+#define MAX_MESSAGE_BYTES 1100
+
 /* The checked notes: the environment's warnings, and whether a 10 MB value was kept whole. */
 static void check_note(const char *note, const Fixture *fx, int column) {
     /* ab_config_from_env writes {"config", "warnings"}, ab_budget_breaker_new_from_env the
@@ -1883,6 +1886,8 @@ static ab_status run_case(const Row *row, int column, const Value *v, const char
         snprintf(prefix, sizeof prefix, "%s: ", got->code);
         CHECK_STARTS_WITH(ab_last_error_message(), prefix);
         CHECK(strlen(ab_last_error_message()) > strlen(prefix));
+        /* Short, whatever the input: the core cuts its messages at 1024 bytes (then "…"). */
+        CHECK(strlen(ab_last_error_message()) <= MAX_MESSAGE_BYTES);
     }
     if (status == AB_OK) {
         check_note(note, &fx, column);
