@@ -5,7 +5,8 @@ cell is written in `TABLE` below, and docs/bad-input/python.md is generated from
 ``python/.venv-test/bin/python python/tests/test_bad_input.py --write-doc``).
 
 Each case asserts the documented outcome (the error code, or "accepted"), that nothing crashed or
-leaked a foreign exception (a `PanicException`, a bare `TypeError`/`OverflowError`), and that the
+leaked a foreign exception (a `PanicException`, a bare `TypeError`/`OverflowError`), that an
+error's message is short (`MAX_MESSAGE`: a 10 MB value is never repeated whole), and that the
 object the bad value was handed to (or a freshly built one, for constructors and functions) still
 works afterwards.
 """
@@ -63,6 +64,10 @@ def column_values(kind: str) -> List[Any]:
 
 
 # --- what the cells say ---------------------------------------------------------------------------
+
+# The longest error message a cell may produce: the core cuts its messages at 1024 bytes (then
+# "…"), so a refused 10 MB value is never repeated whole.
+MAX_MESSAGE = 1100
 
 CODES = {
     "C": "INVALID_CONFIG",
@@ -191,25 +196,25 @@ TABLE: List[Row] = [
     Row("FailureBreaker(config) (positional dict)", "dict", None, lambda _, v: ab.FailureBreaker(v),
         failure_works, "C ok C C C C C C C C", "None: the defaults"),
     Row("FailureBreaker(failure_threshold=)", "int", None, F("failure_threshold"), failure_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("FailureBreaker(warning_threshold=)", "int", None, F("warning_threshold"), failure_works,
         "C ok C C C C ok C C C", "None: automatic; 0: off"),
     Row("FailureBreaker(cooldown_ms=)", "int", None, F("cooldown_ms"), failure_works,
-        "C C C C C C ok C C C", "0: the next call after a trip is the probe"),
+        "C ok C C C C ok C C C", "None: the default; 0: the next call after a trip is the probe"),
     Row("FailureBreaker(backoff_multiplier=)", "float", None, F("backoff_multiplier"), failure_works,
-        "C C C C C C C C ok C", "1e300: the cooldown is capped by max_cooldown_ms"),
+        "C ok C C C C C C ok C", "None: the default; 1e300: the cooldown is capped by max_cooldown_ms"),
     Row("FailureBreaker(max_cooldown_ms=)", "int", None, F("max_cooldown_ms"), failure_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("FailureBreaker(identical_error_threshold=)", "int", None, F("identical_error_threshold"),
-        failure_works, "C C C C C C ok C C C", "0: off"),
+        failure_works, "C ok C C C C ok C C C", "None: the default; 0: off"),
     Row("FailureBreaker(history_limit=)", "int", None, F("history_limit"), failure_works,
-        "C C C C C C ok C C C", "0: no history kept"),
+        "C ok C C C C ok C C C", "None: the default; 0: no history kept"),
     Row("FailureBreaker(half_open_max_probes=)", "int", None, F("half_open_max_probes"),
-        failure_works, "C C C C C C C C C C"),
+        failure_works, "C ok C C C C C C C C", "None: the default"),
     Row("FailureBreaker(probe_timeout_ms=)", "int", None, F("probe_timeout_ms"), failure_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("FailureBreaker(error_match=)", "str", None, F("error_match"), failure_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default (normalized)"),
     Row("FailureBreaker(state_path=)", "path", None, F("state_path"), failure_works,
         "C ok C C C C C C C IO", "None: no file; a 10 MB name is refused by the OS"),
     # -- FailureBreaker: methods
@@ -238,27 +243,27 @@ TABLE: List[Row] = [
         lambda _, v: ab.StagnationBreaker(v), stagnation_works, "C ok C C C C C C C C",
         "None: the defaults"),
     Row("StagnationBreaker(no_progress_threshold=)", "int", None, S("no_progress_threshold"), stagnation_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("StagnationBreaker(same_error_threshold=)", "int", None, S("same_error_threshold"), stagnation_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("StagnationBreaker(output_decline_threshold=)", "int", None, S("output_decline_threshold"), stagnation_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("StagnationBreaker(repeat_threshold=)", "int", None, S("repeat_threshold"), stagnation_works,
-        "C C C C C C ok C C C", "0: off"),
+        "C ok C C C C ok C C C", "None: the default; 0: off"),
     Row("StagnationBreaker(cycle_repeats=)", "int", None, S("cycle_repeats"), stagnation_works,
-        "C C C C C C ok C C C", "0: off"),
+        "C ok C C C C ok C C C", "None: the default; 0: off"),
     Row("StagnationBreaker(max_cycle_length=)", "int", None, S("max_cycle_length"), stagnation_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("StagnationBreaker(fail_streak_threshold=)", "int", None, S("fail_streak_threshold"), stagnation_works,
-        "C C C C C C ok C C C", "0: off"),
+        "C ok C C C C ok C C C", "None: the default; 0: off"),
     Row("StagnationBreaker(fail_streak_distinct=)", "int", None, S("fail_streak_distinct"), stagnation_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("StagnationBreaker(fail_window=)", "int", None, S("fail_window"), stagnation_works,
-        "C C C C C C ok C C C", "0: off"),
+        "C ok C C C C ok C C C", "None: the default; 0: off"),
     Row("StagnationBreaker(fail_window_percent=)", "int", None, S("fail_window_percent"), stagnation_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("StagnationBreaker(error_match=)", "str", None, S("error_match"), stagnation_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default (normalized)"),
     # -- StagnationBreaker: methods
     Row("StagnationBreaker.record_progress(files_changed=)", "int", stagnation,
         lambda s, v: s.record_progress(files_changed=v), stagnation_works,
@@ -285,24 +290,26 @@ TABLE: List[Row] = [
     Row("BudgetBreaker(config) (positional dict)", "dict", None, lambda _, v: ab.BudgetBreaker(v),
         budget_works, "C ok C C C C C C C C", "None: the defaults"),
     Row("BudgetBreaker(max_tool_calls_per_task=)", "int", None, B("max_tool_calls_per_task"), budget_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("BudgetBreaker(max_token_spend_cents_per_task=)", "int", None, B("max_token_spend_cents_per_task"), budget_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("BudgetBreaker(max_task_duration_secs=)", "int", None, B("max_task_duration_secs"), budget_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("BudgetBreaker(max_idle_secs=)", "int", None, B("max_idle_secs"), budget_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("BudgetBreaker(loop_window=)", "int", None, B("loop_window"), budget_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("BudgetBreaker(max_tokens_per_output=)", "int", None, B("max_tokens_per_output"), budget_works,
-        "C C C C C C C C C C"),
+        "C ok C C C C C C C C", "None: the default"),
     Row("BudgetBreaker(similarity_jaccard_threshold=)", "float", None,
-        B("similarity_jaccard_threshold"), budget_works, "C C C C C C C C C C"),
-    Row("BudgetBreaker(prices=)", "dict", None, B("prices"), budget_works, "C C C C C C C C C C"),
+        B("similarity_jaccard_threshold"), budget_works, "C ok C C C C C C C C", "None: the default"),
+    Row("BudgetBreaker(prices=)", "dict", None, B("prices"), budget_works, "C ok C C C C C C C C",
+        "None: the default table"),
     Row("BudgetBreaker(prices={'*': {'input': ...}})", "float", None,
         lambda _, v: ab.BudgetBreaker(prices={"*": {"input": v, "output": 1, "cacheWrite": 1,
                                                    "cacheRead": 1}}),
-        budget_works, "C C C C C C ok C ok C", "any finite price >= 0; 1e300 overflows spend to inf (report)"),
+        budget_works, "C C C C C C ok C C C",
+        "any price from 0 to 1e12 (cents per million tokens): above, spend could overflow"),
     # -- BudgetBreaker: events
     Row("BudgetBreaker.ingest(event)", "dict", budget, lambda b, v: b.ingest(v), budget_works,
         "E A E E E E E E E E", "None: a missing argument"),
@@ -405,11 +412,13 @@ CASES = [
 
 def outcome(row: Row, obj: Any, value: Any) -> Tuple[str, Any]:
     """Runs one cell: ("ok", result) or (code letter, None). Anything but an AgentBreakerError
-    (a PanicException, a bare TypeError, an OverflowError) fails the test."""
+    (a PanicException, a bare TypeError, an OverflowError) fails the test, as does a message longer
+    than MAX_MESSAGE."""
     try:
         result = row.call(obj, value)
     except ab.AgentBreakerError as e:
         letter = next(k for k, v in CODES.items() if v == e.code)
+        assert len(str(e)) <= MAX_MESSAGE, f"{row.entry}: a message of {len(str(e))} characters"
         return letter, None
     return "ok", result
 
