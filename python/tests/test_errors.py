@@ -55,13 +55,22 @@ def test_the_message_has_no_code_prefix() -> None:
     assert str(e.value) == "failureThreshold must be >= 1"
 
 
+def test_none_for_a_config_field_is_its_default() -> None:
+    # None means "not given", as everywhere else in the API (decisions: null fields are defaults).
+    b = ab.FailureBreaker(failure_threshold=None, cooldown_ms=10)
+    for _ in range(4):
+        b.record_failure("boom")
+    after_four = b.state
+    b.record_failure("boom")
+    assert (after_four, b.state) == ("CLOSED", "OPEN")  # the default threshold, 5
+
+
 # Every entry point with a wrong Python value: the right code, never a crash or PanicException.
 WRONG: Dict[str, "tuple[Callable[[], Any], str]"] = {
     "config: str where an int belongs": (lambda: ab.FailureBreaker(failure_threshold="5"), "INVALID_CONFIG"),
     "config: bool where an int belongs": (lambda: ab.FailureBreaker(failure_threshold=True), "INVALID_CONFIG"),
     "config: float where a whole number belongs": (lambda: ab.FailureBreaker(cooldown_ms=1.5), "INVALID_CONFIG"),
     "config: whole-valued float": (lambda: ab.StagnationBreaker(no_progress_threshold=3.0), "INVALID_CONFIG"),
-    "config: None where an int belongs": (lambda: ab.FailureBreaker(failure_threshold=None), "INVALID_CONFIG"),
     "config: NaN": (lambda: ab.FailureBreaker(backoff_multiplier=math.nan), "INVALID_CONFIG"),
     "config: infinity": (lambda: ab.BudgetBreaker(similarity_jaccard_threshold=math.inf), "INVALID_CONFIG"),
     "config: int beyond 64 bits": (lambda: ab.FailureBreaker(cooldown_ms=2**64), "INVALID_CONFIG"),
