@@ -837,7 +837,10 @@ impl FailureBreaker {
         E: fmt::Display,
         F: FnOnce() -> Result<T, E>,
     {
-        self.try_acquire().map_err(CallError::Rejected)?;
+        // CLOSED grants without side effects: skip building the permission.
+        if self.fast.state() != State::Closed {
+            self.try_acquire().map_err(CallError::Rejected)?;
+        }
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(Ok(value)) => {
                 self.record_success();
