@@ -30,7 +30,8 @@ FUZZ_ENV := $(if $(filter none,$(FUZZ_SANITIZER)),,RUSTC_BOOTSTRAP=1)
 FUZZ := $(FUZZ_ENV) $(CARGO) fuzz
 FUZZ_BUILD_FLAGS := -s $(FUZZ_SANITIZER)
 # The longest input per target: enough for several events, a snapshot with history, a stream of
-# a few dozen lines; the fingerprint's is past the 4096-byte cap on error texts.
+# a few dozen lines (the example streams are cut); the fingerprint's is past the 4096-byte cap on
+# error texts.
 FUZZ_MAX_LEN_budget_event := 16384
 FUZZ_MAX_LEN_budget_ops := 8192
 FUZZ_MAX_LEN_analyzer := 8192
@@ -38,7 +39,7 @@ FUZZ_MAX_LEN_restore := 16384
 FUZZ_MAX_LEN_env_config := 4096
 FUZZ_MAX_LEN_fix_plan := 4096
 FUZZ_MAX_LEN_fingerprint := 8192
-FUZZ_MAX_LEN_cli_streams := 32768
+FUZZ_MAX_LEN_cli_streams := 8192
 
 TEST_TARGETS += test-fuzz-smoke
 LINT_TARGETS += lint-fuzz
@@ -104,13 +105,14 @@ fuzz-summary:
 	$(PYTHON) fuzz/summary.py $(FUZZ_LOGS) $(FUZZ_TARGETS)
 
 ## What the runs found (fuzz/work/) folded into the committed corpus and minimized (cargo fuzz
-## cmin; the previous corpus is kept by cargo-fuzz as fuzz/corpus/<target>.bak-*, removed here).
+## cmin). Edges only (-use_counters=0): hit-count buckets would keep ten times the files, and the
+## committed corpus stays under 2 MB; inputs are cut to the target's max_len.
 fuzz-cmin: fuzz-build
 	mkdir -p $(FUZZ_LOGS)
 	for t in $(FUZZ_TARGETS); do \
 	  mkdir -p fuzz/work/$$t fuzz/corpus/$$t; \
 	  find fuzz/work/$$t -type f -exec cp -n -t fuzz/corpus/$$t {} +; \
-	  $(FUZZ) cmin $(FUZZ_BUILD_FLAGS) $$t fuzz/corpus/$$t -- \
+	  $(FUZZ) cmin $(FUZZ_BUILD_FLAGS) $$t fuzz/corpus/$$t -- -use_counters=0 \
 	    -max_len=$$($(MAKE) --no-print-directory -s fuzz-max-len FUZZ_TARGET=$$t) \
 	    -rss_limit_mb=$(FUZZ_RSS_MB) -timeout=$(FUZZ_TIMEOUT_SECS) > $(FUZZ_LOGS)/cmin-$$t.log 2>&1; \
 	done
