@@ -10,7 +10,6 @@ local raw = ...
 
 local error, pcall, select, tostring, type = error, pcall, select, tostring, type
 local getmetatable, next, setmetatable = getmetatable, next, setmetatable
-local floor, huge = math.floor, math.huge
 local unpack = table.unpack or unpack
 
 local function check(ok, ...)
@@ -31,10 +30,8 @@ local function method(name)
   end
 end
 
--- The objects each class made, as weak keys: a hot-path method checks `self` with one table
--- lookup and then calls a raw function that takes the object straight from the Lua stack; with
--- anything else it calls the ordinary raw function, which reports the misuse.
-local function objectSet()
+-- Tables keyed by object, weakly: the hot-path functions bound to each object.
+local function byObject()
   return setmetatable({}, { __mode = "k" })
 end
 
@@ -45,11 +42,12 @@ local function readOnly(class)
   end
 end
 
--- Adds the listener methods every event source has.
-local function listenerMethods(class, prefix)
-  class.addListener = method(prefix .. "_add_listener")
-  class.removeListener = method(prefix .. "_remove_listener")
-  class.listenerErrors = method(prefix .. "_listener_errors")
+-- Adds the listener methods every event source has (made by `make`, `method` by default).
+local function listenerMethods(class, prefix, make)
+  make = make or method
+  class.addListener = make(prefix .. "_add_listener")
+  class.removeListener = make(prefix .. "_remove_listener")
+  class.listenerErrors = make(prefix .. "_listener_errors")
 end
 
 local M = {
@@ -86,50 +84,63 @@ M.SystemClock = {
 local CircuitBreaker = {}
 M.CircuitBreaker = CircuitBreaker
 
-local circuitBreakers = objectSet()
+-- A CircuitBreaker is a proxy (an empty userdata made by `raw.new_proxy`, see capi.rs) of the
+-- Rust object (the mlua userdata), with a metatable of its own: its `__index` is a table of its
+-- own two hot-path methods, found without a metamethod call; a miss there goes on to the class
+-- table and then to the seed's fields, read from its own Rust object. Every method passes the
+-- Rust object (found here by proxy) to the raw functions.
+local handleOf = byObject()
 
-function CircuitBreaker.new(config)
-  local cb = check(raw.failure_new(config))
-  circuitBreakers[cb] = true
-  return cb
+-- A method forwarding to a raw function with the Rust object of `self` (anything that is not a
+-- CircuitBreaker goes as it is, and the raw function reports it).
+local function cbMethod(name)
+  local f = method(name)
+  return function(self, ...)
+    return f(handleOf[self] or self, ...)
+  end
 end
 
-CircuitBreaker.recordFailure = method("failure_record_failure")
+CircuitBreaker.recordFailure = cbMethod("failure_record_failure")
 
--- The hot path, once per agent step: no varargs, no tables, no allocation.
-local recordSuccessChecked = method("failure_record_success")
+-- The hot path, once per agent step. Each breaker has its own C functions for these two (in its
+-- `__index` table, see CircuitBreaker.new) for the common case; the class's methods below take
+-- every other, with raw functions that take the Rust object straight from the Lua stack (no
+-- allocation), check `self` and return an error as its text, raised here.
 local recordSuccessFast = raw.failure_record_success_fast
 function CircuitBreaker.recordSuccess(self)
-  if circuitBreakers[self] then
-    local err = recordSuccessFast(self)
-    if err ~= nil then
-      error(err, 0)
-    end
-    return
+  local err = recordSuccessFast(handleOf[self] or self)
+  if err ~= nil then
+    error(err, 0)
   end
-  return recordSuccessChecked(self)
 end
 
-local shouldAllowChecked = method("failure_should_allow_operation")
 local shouldAllowFast = raw.failure_should_allow_operation_fast
 function CircuitBreaker.shouldAllowOperation(self)
-  if circuitBreakers[self] then
-    local allowed, message = shouldAllowFast(self)
-    if allowed == nil then
-      error(message, 0)
-    end
-    return allowed, message
+  local allowed, message = shouldAllowFast(handleOf[self] or self)
+  if allowed == nil then
+    error(message, 0)
   end
-  return shouldAllowChecked(self)
+  return allowed, message
 end
-CircuitBreaker.getStatus = method("failure_get_status")
-CircuitBreaker.metrics = method("failure_metrics")
-CircuitBreaker.reset = method("failure_reset")
-CircuitBreaker.snapshot = method("failure_snapshot")
-CircuitBreaker.restore = method("failure_restore")
-CircuitBreaker.save = method("failure_save")
-CircuitBreaker.load = method("failure_load")
-listenerMethods(CircuitBreaker, "failure")
+
+CircuitBreaker.getStatus = cbMethod("failure_get_status")
+CircuitBreaker.metrics = cbMethod("failure_metrics")
+CircuitBreaker.reset = cbMethod("failure_reset")
+CircuitBreaker.snapshot = cbMethod("failure_snapshot")
+CircuitBreaker.restore = cbMethod("failure_restore")
+CircuitBreaker.save = cbMethod("failure_save")
+CircuitBreaker.load = cbMethod("failure_load")
+listenerMethods(CircuitBreaker, "failure", cbMethod)
+-- A breaker given a listener tells its own methods (see CircuitBreaker.new) to go through the
+-- raw functions, which enter the listener context.
+local addListener, setListened = CircuitBreaker.addListener, raw.set_listened
+function CircuitBreaker.addListener(self, listener)
+  local id = addListener(self, listener)
+  if handleOf[self] then
+    setListened(self)
+  end
+  return id
+end
 
 local function errorText(err)
   local ok, text = pcall(tostring, err)
@@ -146,14 +157,15 @@ end
 -- Guarded call (SPEC 2): refused with a CIRCUIT_OPEN error without running fn; otherwise fn runs
 -- under pcall, its outcome is recorded (a failure with the error's text), and its results are
 -- returned or its error is raised again unchanged.
+local acquire, recordFailure = cbMethod("failure_acquire"), CircuitBreaker.recordFailure
 function CircuitBreaker.call(self, fn, ...)
-  check(raw.failure_acquire(self, fn))
+  acquire(self, fn)
   local results = pack(pcall(fn, ...))
   if results[1] then
     CircuitBreaker.recordSuccess(self)
     return unpack(results, 2, results.n)
   end
-  check(raw.failure_record_failure(self, errorText(results[2])))
+  recordFailure(self, errorText(results[2]))
   error(results[2], 0)
 end
 
@@ -173,27 +185,51 @@ local SEED_FIELDS = {
   failureHistory = "reset() or restore()",
 }
 
-metas.CircuitBreaker = {
-  __index = function(self, key)
-    local m = CircuitBreaker[key]
-    if m ~= nil then
-      return m
-    end
-    if SEED_FIELDS[key] then
-      return check(raw.failure_field(self, key))
-    end
-    return nil
-  end,
-  __newindex = function(_, key)
-    local how = SEED_FIELDS[key]
-    if how then
-      error(("INVALID_ARGUMENT: CircuitBreaker.%s is read-only; use %s"):format(key, how), 0)
-    end
-    error(("INVALID_ARGUMENT: CircuitBreaker objects are read-only (cannot set %s); "
-      .. "add methods to the CircuitBreaker class table instead"):format(tostring(key)), 0)
-  end,
-  __tostring = method("failure_tostring"),
-}
+local fieldRaw = raw.failure_field
+local cbNewIndex = function(_, key)
+  local how = SEED_FIELDS[key]
+  if how then
+    error(("INVALID_ARGUMENT: CircuitBreaker.%s is read-only; use %s"):format(key, how), 0)
+  end
+  error(("INVALID_ARGUMENT: CircuitBreaker objects are read-only (cannot set %s); "
+    .. "add methods to the CircuitBreaker class table instead"):format(tostring(key)), 0)
+end
+local cbToString = cbMethod("failure_tostring")
+
+-- The Rust objects' own metatable fields (they are never handed out: only their proxies are).
+metas.CircuitBreaker = { __index = {}, __newindex = cbNewIndex, __tostring = method("failure_tostring") }
+
+local newProxy, bindBreaker = raw.new_proxy, raw.bind_breaker
+function CircuitBreaker.new(config)
+  local handle, address, listened = check(raw.failure_new(config))
+  -- Its own recordSuccess and shouldAllowOperation: C functions (capi.rs) that call the core
+  -- straight from the Lua stack when `self` is this breaker and the class's method is still the
+  -- original one (through the method's raw function when the breaker has Lua listeners);
+  -- anything else they hand to the class's method.
+  local own = setmetatable({}, {
+    __index = function(_, key)
+      local m = CircuitBreaker[key]
+      if m ~= nil then
+        return m
+      end
+      if SEED_FIELDS[key] then
+        return check(fieldRaw(handle, key))
+      end
+      return nil
+    end,
+  })
+  local cb = newProxy({
+    __index = own,
+    __newindex = cbNewIndex,
+    __tostring = cbToString,
+    __name = "agentbreaker.CircuitBreaker",
+    __metatable = false,
+  }, listened)
+  own.recordSuccess, own.shouldAllowOperation = bindBreaker(cb, address, handle, CircuitBreaker,
+    recordSuccessFast, shouldAllowFast)
+  handleOf[cb] = handle
+  return cb
+end
 
 -- How a CircuitBreaker that is not quiet reports the seed's lines: `print` for the opening and the
 -- other transitions, `warn` for the warning where the host has `warn` (Lua 5.4; shown only after
@@ -214,11 +250,8 @@ end
 
 local StagnationBreaker = {}
 M.StagnationBreaker = StagnationBreaker
-local stagnationBreakers = objectSet()
 function StagnationBreaker.new(config)
-  local sb = check(raw.stagnation_new(config))
-  stagnationBreakers[sb] = true
-  return sb
+  return check(raw.stagnation_new(config))
 end
 StagnationBreaker.recordError = method("stagnation_record_error")
 StagnationBreaker.recordStep = method("stagnation_record_step")
@@ -231,7 +264,7 @@ local METRIC_KEYS = { filesChanged = true, testsPassing = true, outputLength = t
 local recordProgressChecked = method("stagnation_record_progress")
 local recordProgressFast = raw.stagnation_record_progress_fast
 function StagnationBreaker.recordProgress(self, metrics)
-  if stagnationBreakers[self] and type(metrics) == "table" and getmetatable(metrics) == nil then
+  if type(metrics) == "table" and getmetatable(metrics) == nil then
     local plain = true
     for key in next, metrics do
       if METRIC_KEYS[key] == nil then
@@ -255,18 +288,14 @@ end
 -- Results are marked objects, as every table the module returns.
 local objectMeta = raw.object_mt
 local STATE_NAMES = { "CLOSED", "HALF_OPEN", "OPEN" } -- the raw functions' state numbers
-local checkChecked = method("stagnation_check")
 local checkFast = raw.stagnation_check_fast
 function StagnationBreaker.check(self)
-  if stagnationBreakers[self] then
-    local allowContinue, state, reason = checkFast(self)
-    if allowContinue == nil then
-      error(reason, 0)
-    end
-    return setmetatable({ allowContinue = allowContinue, state = STATE_NAMES[state], reason = reason },
-      objectMeta)
+  local allowContinue, state, reason = checkFast(self)
+  if allowContinue == nil then
+    error(reason, 0)
   end
-  return checkChecked(self)
+  return setmetatable({ allowContinue = allowContinue, state = STATE_NAMES[state], reason = reason },
+    objectMeta)
 end
 StagnationBreaker.getStatus = method("stagnation_get_status")
 StagnationBreaker.reset = method("stagnation_reset")
@@ -284,78 +313,38 @@ metas.StagnationBreaker = {
 
 local BudgetBreaker = {}
 M.BudgetBreaker = BudgetBreaker
-local budgetBreakers = objectSet()
+-- The hot path, once per event of the stream. `ingest` is a C function (capi.rs) that takes a
+-- plain `tool_use` or `assistant` event given to a breaker without Lua listeners straight into
+-- the core, without a conversion to JSON; it finds the breaker's Rust value by object in
+-- `addressOf`. Every other case it hands to `ingestSlow` (before anything happened), where a raw
+-- function takes the event as the kind, string and taskId that `plainEvent` (C) finds in it, or
+-- whole when it is not plain (and converts it), checks `self` and returns an error as its text.
+local addressOf = byObject()
 function BudgetBreaker.new(config)
-  local bb = check(raw.budget_new(config))
-  budgetBreakers[bb] = true
+  local bb, address = check(raw.budget_new(config))
+  addressOf[bb] = address
   return bb
 end
 
--- Whether a value certainly converts to JSON (see convert.rs): a string, a boolean, a finite
--- number, or a table without metatable whose keys are all strings or exactly 1..n and whose
--- values are such values, at most 16 deep. (No means: let the full conversion decide.)
-local function plainJson(value, depth)
-  local kind = type(value)
-  if kind == "string" or kind == "boolean" then
-    return true
-  elseif kind == "number" then
-    return value == value and value ~= huge and value ~= -huge
-  elseif kind ~= "table" or depth > 16 or getmetatable(value) ~= nil then
-    return false
+local ingestFast, plainEvent = raw.budget_ingest_fast, raw.plain_event
+local function ingestSlow(self, event)
+  local halt, err
+  local kind, payload, taskId = plainEvent(event)
+  if kind then
+    halt, err = ingestFast(self, nil, kind, payload, taskId)
+  else
+    halt, err = ingestFast(self, event)
   end
-  local named, indexed, last = false, 0, 0
-  for key, item in next, value do
-    if type(key) == "string" then
-      named = true
-    elseif type(key) == "number" and key >= 1 and key == floor(key) then
-      indexed = indexed + 1
-      if key > last then
-        last = key
-      end
-    else
-      return false
-    end
-    if not plainJson(item, depth + 1) then
-      return false
-    end
+  if err ~= nil then
+    error(err, 0)
   end
-  return not (named and indexed > 0) and last == indexed
+  return halt
 end
-
--- The hot path, once per event of the stream: a plain `tool_use` or `assistant` event (no
--- metatable; only the keys below, each a plain value) goes to the raw function as its kind, name
--- or text and taskId. Anything else takes the ordinary path (the whole event converted to JSON).
-local TOOL_USE_KEYS = { type = true, name = true, taskId = true, input = true }
-local ASSISTANT_KEYS = { type = true, text = true, taskId = true }
-local ingestChecked = method("budget_ingest")
-local ingestFast = raw.budget_ingest_fast
-function BudgetBreaker.ingest(self, event)
-  if budgetBreakers[self] and type(event) == "table" and getmetatable(event) == nil then
-    local kind, taskId = event.type, event.taskId
-    local keys, payload
-    if kind == "tool_use" then
-      keys, payload = TOOL_USE_KEYS, event.name
-    elseif kind == "assistant" then
-      keys, payload = ASSISTANT_KEYS, event.text
-    end
-    if keys and type(payload) == "string" and (taskId == nil or type(taskId) == "string") then
-      local plain = true
-      for key, value in next, event do
-        if keys[key] == nil or (key == "input" and not plainJson(value, 1)) then
-          plain = false
-          break
-        end
-      end
-      if plain then
-        local halt, err = ingestFast(self, keys == TOOL_USE_KEYS, payload, taskId)
-        if err ~= nil then
-          error(err, 0)
-        end
-        return halt
-      end
-    end
-  end
-  return ingestChecked(self, event)
+-- Made once the classes' metatables are in place (see `finish` at the end): a breaker made then
+-- only lends `bind_ingest` the metatable all BudgetBreakers share.
+local function bindIngest()
+  BudgetBreaker.ingest = raw.bind_ingest(addressOf, ingestSlow, raw.budget_take_pending,
+    (check(raw.budget_new())))
 end
 BudgetBreaker.tick = method("budget_tick")
 BudgetBreaker.snapshot = method("budget_snapshot")
@@ -425,4 +414,9 @@ function M.configFromEnv(env)
   return check(raw.config_from_env(env))
 end
 
-return M, metas, seedLog
+-- What the module does once the Rust side has registered `metas`.
+local function finish()
+  bindIngest()
+end
+
+return M, metas, seedLog, finish

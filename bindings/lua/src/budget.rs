@@ -1,19 +1,78 @@
 //! `agentbreaker.BudgetBreaker` (SPEC 4).
 
-use agentbreaker::{AgentEvent, BudgetBreaker, BudgetConfig, EventKind, SystemClock};
-use mlua::{Lua, Table, Value};
+use std::cell::RefCell;
+
+use agentbreaker::{AgentEvent, BudgetBreaker, BudgetConfig, Error, EventKind, Halt, SystemClock};
+use mlua::{BString, LightUserData, Lua, Table, Value};
 use serde_json::json;
 
 use crate::convert::{self, Ctx};
 use crate::{
-    Checked, Class, Handle, add_listeners, core, event_source, export, export_fast,
-    export_listener_methods, object, options, ret, ret_json, this,
+    Class, FastSelf, Handle, add_listeners, core, event_source, export, export_fast,
+    export_listener_methods, fast_self, object, options, ret, ret_json, this,
 };
 
 impl Class for BudgetBreaker {
     const NAME: &'static str = "BudgetBreaker";
 }
 event_source!(BudgetBreaker);
+
+/// A plain `tool_use` or `assistant` event (see [`crate::capi`]) as the core's typed event: its
+/// kind, its `name` or `text`, and its `taskId` if it has one. The kind and its string are all
+/// the core reads of such an event (the other keys it ignores), and the taskId goes through the
+/// core's own check. Conversion only.
+fn plain_event(
+    tool_use: bool,
+    payload: &[u8],
+    task_id: Option<&[u8]>,
+) -> Result<AgentEvent, Error> {
+    let payload = String::from_utf8_lossy(payload).into_owned();
+    let kind = if tool_use {
+        EventKind::ToolUse(payload)
+    } else {
+        EventKind::Assistant(payload)
+    };
+    let task_id = match task_id {
+        None => None,
+        // The core checks a taskId as it does for every kind, before reading the rest (here of
+        // a stand-in event, so that the payload is not copied into JSON).
+        Some(id) => {
+            AgentEvent::from_json(&json!({
+                "type": "tool_use",
+                "name": "",
+                "taskId": String::from_utf8_lossy(id),
+            }))?
+            .task_id
+        }
+    };
+    Ok(AgentEvent { task_id, kind })
+}
+
+/// `ingest` of a plain event into `breaker` (the C function `ingest` calls this).
+pub(crate) fn ingest_plain(
+    breaker: &BudgetBreaker,
+    tool_use: bool,
+    payload: &[u8],
+    task_id: Option<&[u8]>,
+) -> Result<Option<Halt>, Error> {
+    breaker.ingest_event(&plain_event(tool_use, payload, task_id)?)
+}
+
+thread_local! {
+    /// A halt or an error of `ingest` in the C function, until `budget_take_pending` takes it.
+    static PENDING: RefCell<Option<Result<Option<Halt>, Error>>> = const { RefCell::new(None) };
+}
+
+/// Leaves the outcome of an `ingest` for `budget_take_pending`, which the C function calls next
+/// (it cannot make Lua values from Rust ones itself).
+pub(crate) fn stash(outcome: Result<Option<Halt>, Error>) {
+    PENDING.with(|p| *p.borrow_mut() = Some(outcome));
+}
+
+/// Any other event: converted to JSON whole and validated by the core.
+fn json_event(e: &Value) -> Result<AgentEvent, Error> {
+    AgentEvent::from_json(&convert::to_json(e, Ctx::Event, "event")?)
+}
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
     export(lua, raw, "budget_new", |lua, (config,): (Value,)| {
@@ -23,50 +82,58 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         let handle = Handle::new(BudgetBreaker::with_clock(core_config, clock)?);
         add_listeners(lua, &handle, opts.listeners)?;
         let ud = object(lua, handle)?;
-        ret(lua, ud)
+        // The address of the object's Rust value, for the C function `ingest` (see capi.rs):
+        // mlua keeps the value in place until it drops it.
+        let address = {
+            let handle = ud
+                .borrow::<Handle<BudgetBreaker>>()
+                .map_err(convert::lua_error)?;
+            LightUserData(
+                std::ptr::from_ref::<Handle<BudgetBreaker>>(&handle)
+                    .cast_mut()
+                    .cast(),
+            )
+        };
+        ret(lua, (ud, address))
     })?;
-    export(lua, raw, "budget_ingest", |lua, (s, e): (Value, Value)| {
-        let breaker = core::<BudgetBreaker>(&s, "ingest")?;
-        let event = convert::to_json(&e, Ctx::Event, "event")?;
-        match breaker.ingest(&event)? {
-            Some(halt) => ret_json(lua, &halt),
-            None => ret(lua, Value::Nil),
-        }
+    // The halt table (`halt, nil`) or the error text (`nil, text`) that the C function `ingest`
+    // left (see `stash`).
+    let take_pending = lua.create_function(|lua, ()| {
+        Ok(match PENDING.with(|p| p.borrow_mut().take()) {
+            Some(Ok(Some(halt))) => match convert::result_to_lua(lua, &halt) {
+                Ok(halt) => (halt, None),
+                Err(e) => (Value::Nil, Some(e.to_string())),
+            },
+            Some(Err(e)) => (Value::Nil, Some(e.to_string())),
+            Some(Ok(None)) | None => (Value::Nil, None),
+        })
     })?;
-    // The hot path: a `tool_use` or `assistant` event the Lua side has found plain (no
-    // metatable; `type`, the name or text, `taskId` and for tool_use `input`, all of them values
-    // that convert to JSON). It passes the kind, the name or text, and the taskId (or `nil`);
-    // the other keys are ones the core does not read for these kinds. Returns the halt table or
-    // `nil`, or `nil, error text`.
+    raw.raw_set("budget_take_pending", take_pending)?;
+    // The hot path where the C function `ingest` does not go into the core itself (a breaker with
+    // Lua listeners, an event that is not plain, ...): `(self, nil, kind, payload, taskId)` for a
+    // plain event (what `plain_event` returned), `(self, event)` for any other. Returns the halt
+    // table or `nil`, or `nil, error text` (a `self` that is not a BudgetBreaker included).
     export_fast(
         lua,
         raw,
         "budget_ingest_fast",
         |e| (Value::Nil, Some(e)),
-        |lua, (s, tool_use, payload, task_id): (Checked<BudgetBreaker>, bool, Value, Value)| {
-            let payload = convert::to_string(&payload, "event payload")?;
-            let task_id = convert::to_optional_string(&task_id, "event.taskId")?;
-            let (kind_name, payload_key) = if tool_use {
-                ("tool_use", "name")
-            } else {
-                ("assistant", "text")
+        |lua,
+         (s, e, kind, payload, task_id): (
+            FastSelf<BudgetBreaker>,
+            Value,
+            Option<i64>,
+            Option<BString>,
+            Option<BString>,
+        )| {
+            let breaker = fast_self(s, "ingest")?;
+            let event = match (kind, payload) {
+                (Some(kind), Some(payload)) => {
+                    plain_event(kind == 1, &payload, task_id.as_deref().map(|id| &id[..]))?
+                }
+                _ => json_event(&e)?,
             };
-            let event = match task_id {
-                // Nothing to validate: the event is its kind and its string.
-                None => AgentEvent {
-                    task_id: None,
-                    kind: if tool_use {
-                        EventKind::ToolUse(payload)
-                    } else {
-                        EventKind::Assistant(payload)
-                    },
-                },
-                // The core checks the taskId.
-                Some(id) => AgentEvent::from_json(
-                    &json!({"type": kind_name, payload_key: payload, "taskId": id}),
-                )?,
-            };
-            let halt = match s.core.ingest_event(&event)? {
+            let halt = match breaker.core.ingest_event(&event)? {
                 Some(halt) => convert::result_to_lua(lua, &halt)?,
                 None => Value::Nil,
             };

@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 
 use agentbreaker::{Error, FailureBreaker, FailureConfig, SystemClock};
-use mlua::{Function, Lua, Table, Value};
+use mlua::{Function, LightUserData, Lua, Table, Value};
 use serde_json::{Value as Json, json};
 
 use crate::convert::{self, Ctx, lua_error};
 use crate::{
-    Checked, Class, Handle, add_listeners, core, event_source, export, export_fast,
-    export_listener_methods, none, object, options, ret, ret_json, this,
+    Class, FastSelf, Handle, add_listeners, core, event_source, export, export_fast,
+    export_listener_methods, fast_self, none, object, options, ret, ret_json, this,
 };
 
 /// Registry name of the Lua side's default seed logger (print / warn).
@@ -106,8 +106,20 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
                 .add_seed_log(lua, log, threshold, |l| handle.core.add_listener(l))?;
         }
         add_listeners(lua, &handle, opts.listeners)?;
+        // Whether it may have Lua listeners (the seed's log line included), for its proxy.
+        let listened = handle.listeners.any();
         let ud = object(lua, handle)?;
-        ret(lua, ud)
+        // The address of the object's Rust value, for the breaker's own methods in C (see
+        // capi.rs): mlua keeps the value in place until it drops it.
+        let address = {
+            let handle = ud.borrow::<Handle<FailureBreaker>>().map_err(lua_error)?;
+            LightUserData(
+                std::ptr::from_ref::<Handle<FailureBreaker>>(&handle)
+                    .cast_mut()
+                    .cast(),
+            )
+        };
+        ret(lua, (ud, address, listened))
     })?;
     export(lua, raw, "failure_record_success", |_, (s,): (Value,)| {
         core::<FailureBreaker>(&s, "recordSuccess")?.record_success();
@@ -133,14 +145,16 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
             ret(lua, (p.allowed, p.message))
         },
     )?;
-    // The hot path (the Lua side checks `self` first): nothing, or the error text.
+    // The hot path where the breaker's own methods in C do not go into the core themselves (a
+    // breaker with Lua listeners, a `self` that is not the breaker, ...): nothing, or the error
+    // text (a `self` that is not a CircuitBreaker included).
     export_fast(
         lua,
         raw,
         "failure_record_success_fast",
         Some,
-        |_, s: Checked<FailureBreaker>| {
-            s.core.record_success();
+        |_, s: FastSelf<FailureBreaker>| {
+            fast_self(s, "recordSuccess")?.core.record_success();
             Ok(None::<String>)
         },
     )?;
@@ -151,8 +165,10 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         raw,
         "failure_should_allow_operation_fast",
         |e| (None, Some(e)),
-        |_, s: Checked<FailureBreaker>| {
-            let p = s.core.should_allow_operation();
+        |_, s: FastSelf<FailureBreaker>| {
+            let p = fast_self(s, "shouldAllowOperation")?
+                .core
+                .should_allow_operation();
             Ok((Some(p.allowed), p.message))
         },
     )?;

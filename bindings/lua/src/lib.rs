@@ -7,12 +7,18 @@
 //! builds the classes users see (`CircuitBreaker`, `StagnationBreaker`, ...) and raises those
 //! strings as Lua errors: a Rust function can only raise an mlua error object, and Lua users
 //! match error strings (`err:match("^CIRCUIT_OPEN:")`). Objects are userdata whose metatable
-//! fields (`__index`, `__newindex`, `__tostring`) come from the Lua side.
+//! fields (`__index`, `__newindex`, `__tostring`) come from the Lua side; a CircuitBreaker is a
+//! proxy userdata of its Rust object, with a metatable of its own.
+//!
+//! The hot paths (`recordSuccess`, `shouldAllowOperation`, `ingest`) are C functions written with
+//! the Lua C API ([`capi`], the one module with `unsafe` code): through an mlua function and a Lua
+//! method on the way, a call cost several times the pure-Lua equivalent's.
 //!
 //! No breaker behaviour lives here: every decision is the core's.
 
 mod agent_loop;
 mod budget;
+mod capi;
 mod clock;
 mod convert;
 mod env;
@@ -26,7 +32,7 @@ use std::sync::Arc;
 
 use agentbreaker::{Error, Listener, ListenerId, SharedClock};
 use mlua::{
-    AnyUserData, FromLuaMulti, Function, IntoLuaMulti, Lua, MultiValue, Table, UserData,
+    AnyUserData, Either, FromLuaMulti, Function, IntoLuaMulti, Lua, MultiValue, Table, UserData,
     UserDataFields, UserDataRef, Value,
 };
 use serde_json::Value as Json;
@@ -77,9 +83,9 @@ where
 /// `on_error("CODE: message")` in that shape, which the Lua side raises. Registry values are not
 /// expired here (every other raw function does it).
 ///
-/// Hot-path functions take their object as [`Checked`]: the Lua side calls them only after it has
-/// checked `self` (see `agentbreaker.lua`), and calls the ordinary raw function, which reports a
-/// misuse as `INVALID_ARGUMENT`, otherwise.
+/// Hot-path functions take their object as [`FastSelf`] and check it themselves ([`fast_self`]):
+/// a misuse is the same `INVALID_ARGUMENT` text the ordinary raw function gives, returned in the
+/// error shape (so the Lua side needs no check of its own before the call).
 pub(crate) fn export_fast<A, R, F>(
     lua: &Lua,
     raw: &Table,
@@ -106,13 +112,23 @@ where
     raw.raw_set(name, function)
 }
 
-/// The object of a hot-path method, borrowed straight from the Lua stack (no reference slot, no
-/// allocation). The Lua side has checked its class (were anything else passed, mlua would raise
-/// its conversion error: never a crash). The borrow is shared: a listener called during the
-/// operation may use the object again.
-pub(crate) type Checked<T> = UserDataRef<Handle<T>>;
+/// The object of a hot-path method: an object of class `T`, borrowed straight from the Lua stack
+/// (no reference slot, no allocation), or whatever else was passed as `self`. The borrow is
+/// shared: a listener called during the operation may use the object again.
+pub(crate) type FastSelf<T> = Either<UserDataRef<Handle<T>>, Value>;
 
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+/// The object of a hot-path method, or the `INVALID_ARGUMENT` error of the ordinary raw function.
+pub(crate) fn fast_self<T: Class>(
+    value: FastSelf<T>,
+    method: &str,
+) -> Result<UserDataRef<Handle<T>>, Error> {
+    match value {
+        Either::Left(handle) => Ok(handle),
+        Either::Right(other) => this::<T>(&other, method),
+    }
+}
+
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = panic.downcast_ref::<String>() {
@@ -397,6 +413,11 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
     raw.raw_set("null", Value::NULL)?;
     raw.raw_set("object_mt", convert::object_metatable(lua)?)?;
     raw.raw_set("version", env!("CARGO_PKG_VERSION"))?;
+    raw.raw_set("plain_event", capi::plain_event_function(lua)?)?;
+    raw.raw_set("new_proxy", capi::new_proxy_function(lua)?)?;
+    raw.raw_set("set_listened", capi::set_listened_function(lua)?)?;
+    raw.raw_set("bind_ingest", capi::bind_ingest_function(lua)?)?;
+    raw.raw_set("bind_breaker", capi::bind_breaker_function(lua)?)?;
     clock::export_all(lua, &raw)?;
     failure::export_all(lua, &raw)?;
     stagnation::export_all(lua, &raw)?;
@@ -408,11 +429,13 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
         .load(PRELUDE)
         .set_name("=agentbreaker.lua")
         .into_function()?;
-    let (module, metas, seed_log): (Table, Table, Function) = prelude.call(raw)?;
+    let (module, metas, seed_log, finish): (Table, Table, Function, Function) =
+        prelude.call(raw)?;
     for pair in metas.pairs::<String, Table>() {
         let (class, meta) = pair?;
         lua.set_named_registry_value(&meta_key(&class), meta)?;
     }
+    finish.call::<()>(())?;
     lua.set_named_registry_value(failure::SEED_LOG_KEY, seed_log)?;
     lua.set_named_registry_value(MODULE_KEY, &module)?;
     Ok(module)

@@ -14,7 +14,7 @@
 //! the next call into the module ([`Lua::expire_registry_values`]), and Lua can then collect the
 //! function.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,9 +103,17 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug, Default)]
 pub(crate) struct Registrations {
     by_id: RefCell<HashMap<u64, ListenerId>>,
+    /// Whether a Lua function was ever registered (the seed's log line included).
+    any: Cell<bool>,
 }
 
 impl Registrations {
+    /// Whether the core object may call a Lua function: a hot path enters the listener context
+    /// ([`enter`]) only then.
+    pub(crate) fn any(&self) -> bool {
+        self.any.get()
+    }
+
     /// Registers `f` for every event through `add` (the core object's `add_listener`); returns
     /// the id Lua gets for `removeListener`.
     pub(crate) fn add_event_listener(
@@ -115,6 +123,7 @@ impl Registrations {
         add: impl FnOnce(Listener) -> ListenerId,
     ) -> Result<u64, agentbreaker::Error> {
         let key = lua.create_registry_value(f).map_err(lua_error)?;
+        self.any.set(true);
         let core_id = add(event_listener(key));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         self.by_id.borrow_mut().insert(id, core_id);
@@ -130,6 +139,7 @@ impl Registrations {
         add: impl FnOnce(Listener) -> ListenerId,
     ) -> Result<(), agentbreaker::Error> {
         let key = lua.create_registry_value(f).map_err(lua_error)?;
+        self.any.set(true);
         add(seed_log_listener(key, failure_threshold));
         Ok(())
     }

@@ -7,8 +7,8 @@ use mlua::{Lua, Table, Value};
 
 use crate::convert::{self, Ctx, lua_type};
 use crate::{
-    Checked, Class, Handle, add_listeners, core, event_source, export, export_fast,
-    export_listener_methods, none, object, options, ret, ret_json, this,
+    Class, FastSelf, Handle, add_listeners, core, event_source, export, export_fast,
+    export_listener_methods, fast_self, none, object, options, ret, ret_json, this,
 };
 
 impl Class for StagnationBreaker {
@@ -69,13 +69,15 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
     // The hot path. The Lua side passes the three counts of a plain metrics table (one with no
     // metatable and no other keys; `nil` for an absent count): `true` when recorded; `false` when
     // a count is not a whole number >= 0, and the Lua side then takes the ordinary path, which
-    // reports it; `nil, error text` on an internal error.
+    // reports it; `nil, error text` on an internal error or a `self` that is not a
+    // StagnationBreaker.
     export_fast(
         lua,
         raw,
         "stagnation_record_progress_fast",
         |e| (None, Some(e)),
-        |_, (s, files, tests, output): (Checked<StagnationBreaker>, Value, Value, Value)| {
+        |_, (s, files, tests, output): (FastSelf<StagnationBreaker>, Value, Value, Value)| {
+            let s = fast_self(s, "recordProgress")?;
             let (Some(files_changed), Some(tests_passing), Some(output_length)) = (
                 convert::count_or_zero(&files),
                 convert::count_or_zero(&tests),
@@ -92,14 +94,15 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         },
     )?;
     // `allowContinue, state number, reason` (the Lua side makes the table and names the state:
-    // a string made here would cost more than the rest of the call), or `nil, nil, error text`.
+    // a string made here would cost more than the rest of the call), or `nil, nil, error text`
+    // (a `self` that is not a StagnationBreaker included).
     export_fast(
         lua,
         raw,
         "stagnation_check_fast",
         |e| (None, None, Some(e)),
-        |_, s: Checked<StagnationBreaker>| {
-            let decision = s.core.check();
+        |_, s: FastSelf<StagnationBreaker>| {
+            let decision = fast_self(s, "check")?.core.check();
             Ok((
                 Some(decision.allow_continue),
                 Some(convert::state_number(decision.state)),
