@@ -19,7 +19,7 @@
 
 // A C ABI cannot be written without `unsafe`: every entry point receives raw pointers from C
 // (handles, strings, out-parameters, callbacks and their `user_data`) and must dereference them.
-// The workspace denies `unsafe_code`; this crate alone allows it. Each `unsafe` block is as small
+// The workspace denies `unsafe_code`; this crate allows it (and, for the Lua C API hot paths, the Lua binding's `capi` module). Each `unsafe` block is as small
 // as possible and carries a `SAFETY:` comment naming the caller contract it relies on; the raw
 // pointer handling is concentrated in `ffi.rs` and `listener.rs`.
 #![allow(unsafe_code)]
