@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarizes fuzz runs from their libFuzzer logs, as the Markdown table docs/reliability.md keeps.
 
-    python3 fuzz/summary.py <log dir> <target>...   # reads <log dir>/long-<target>.log
+    python3 fuzz/summary.py [--prefix long] <log dir> <target>...   # reads <log dir>/long-<target>.log
 
 Per target: seconds run, executions, executions per second, corpus entries and bytes at the end
 (the committed seeds plus what the run added), new entries, peak RSS, and the result.
@@ -46,11 +46,15 @@ def summarize(log):
 
 
 def main():
-    logs = pathlib.Path(sys.argv[1])
+    args = sys.argv[1:]
+    prefix = "long"
+    if args[:1] == ["--prefix"]:
+        prefix, args = args[1], args[2:]
+    logs = pathlib.Path(args[0])
     print("| target | seconds | executions | exec/s | corpus (entries / size) | coverage | new | peak RSS (MB) | result |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for target in sys.argv[2:]:
-        log = logs / f"long-{target}.log"
+    for target in args[1:]:
+        log = logs / f"{prefix}-{target}.log"
         if not log.exists():
             print(f"| {target} | – | – | – | – | – | – | – | not run |")
             continue

@@ -65,17 +65,17 @@ fuzz-build: fuzz-deps
 FUZZ_RUN_SECONDS ?= $(FUZZ_SECONDS)
 FUZZ_LOG ?= $(FUZZ_LOGS)/$(FUZZ_TARGET).log
 .PHONY: fuzz-one
+FUZZ_ONE_CMD = $(FUZZ) run $(FUZZ_BUILD_FLAGS) $(FUZZ_TARGET) fuzz/work/$(FUZZ_TARGET) \
+  fuzz/corpus/$(FUZZ_TARGET) -- -max_total_time=$(FUZZ_RUN_SECONDS) -rss_limit_mb=$(FUZZ_RSS_MB) \
+  -max_len=$(FUZZ_MAX_LEN_$(FUZZ_TARGET)) -timeout=$(FUZZ_TIMEOUT_SECS) -print_final_stats=1 \
+  $(if $(wildcard fuzz/dicts/$(FUZZ_TARGET).dict),-dict=fuzz/dicts/$(FUZZ_TARGET).dict)
 fuzz-one:
-	mkdir -p fuzz/work/$(FUZZ_TARGET) fuzz/corpus/$(FUZZ_TARGET) $(FUZZ_LOGS)
-	@echo "== fuzz $(FUZZ_TARGET) for $(FUZZ_RUN_SECONDS) s (log: $(FUZZ_LOG))"
-	$(FUZZ) run $(FUZZ_BUILD_FLAGS) $(FUZZ_TARGET) fuzz/work/$(FUZZ_TARGET) fuzz/corpus/$(FUZZ_TARGET) -- \
-	  -max_total_time=$(FUZZ_RUN_SECONDS) -rss_limit_mb=$(FUZZ_RSS_MB) \
-	  -max_len=$(FUZZ_MAX_LEN_$(FUZZ_TARGET)) -timeout=$(FUZZ_TIMEOUT_SECS) -print_final_stats=1 \
-	  $(if $(wildcard fuzz/dicts/$(FUZZ_TARGET).dict),-dict=fuzz/dicts/$(FUZZ_TARGET).dict) \
-	  > $(FUZZ_LOG) 2>&1 || { tail -n 60 $(FUZZ_LOG); \
-	  echo "fuzz target $(FUZZ_TARGET) failed: see $(FUZZ_LOG) and fuzz/artifacts/$(FUZZ_TARGET)/" >&2; \
+	@mkdir -p fuzz/work/$(FUZZ_TARGET) fuzz/corpus/$(FUZZ_TARGET) $(FUZZ_LOGS)
+	@echo "== fuzz $(FUZZ_TARGET) for $(FUZZ_RUN_SECONDS) s: $(strip $(FUZZ_ONE_CMD)) > $(FUZZ_LOG)"
+	@$(FUZZ_ONE_CMD) > $(FUZZ_LOG) 2>&1 || { tail -n 60 $(FUZZ_LOG); \
+	  echo "FUZZ FINDING in $(FUZZ_TARGET): see $(FUZZ_LOG) and fuzz/artifacts/$(FUZZ_TARGET)/" >&2; \
 	  exit 1; }
-	@grep -E '^(stat::|Done)' $(FUZZ_LOG) | tr '\n' ' '; echo
+	@grep -E '^(stat::|Done)' $(FUZZ_LOG) | tr -s ' \n' ' '; echo
 
 # $(call fuzz_each,<seconds>,<log prefix>): every target in turn; all of them run even when one
 # fails, and then the whole fails.
