@@ -233,7 +233,7 @@ impl<'a> LineWords<'a> {
                 note(
                     from + i,
                     matches!(b, b'.' | b'!' | b'?' | b';'),
-                    b == b' ' || (b'\t'..=b'\r').contains(&b),
+                    crate::text::is_ascii_space(b),
                 );
             }
         } else {

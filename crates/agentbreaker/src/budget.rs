@@ -6,6 +6,8 @@ use std::fmt;
 use std::hash::Hasher;
 
 use rustc_hash::{FxHashMap, FxHasher};
+
+use crate::text::is_ascii_space;
 use std::sync::{Mutex, MutexGuard};
 
 use serde::ser::SerializeMap;
@@ -892,13 +894,13 @@ pub(crate) fn token_set(text: &str, max: usize) -> Vec<u64> {
         // The common case, byte by byte: the same tokens as `Tokens`.
         let mut rest = text.as_bytes();
         while set.len() < max {
-            let Some(start) = rest.iter().position(|&b| !ascii_space(b)) else {
+            let Some(start) = rest.iter().position(|&b| !is_ascii_space(b)) else {
                 break;
             };
             rest = &rest[start..];
             let end = rest
                 .iter()
-                .position(|&b| ascii_space(b))
+                .position(|&b| is_ascii_space(b))
                 .unwrap_or(rest.len());
             set.push(hash(&rest[..end]));
             rest = &rest[end..];
@@ -933,25 +935,6 @@ impl<'a> Tokens<'a> {
     }
 }
 
-/// `char::is_whitespace` for an ASCII byte.
-#[inline(always)]
-fn ascii_space(b: u8) -> bool {
-    ASCII_SPACE[usize::from(b)]
-}
-
-/// `char::is_whitespace` of each byte below 0x80 (tab, line feed, vertical tab, form feed,
-/// carriage return, space); false for the rest.
-static ASCII_SPACE: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 9;
-    while b <= 13 {
-        table[b] = true;
-        b += 1;
-    }
-    table[32] = true;
-    table
-};
-
 impl<'a> Iterator for Tokens<'a> {
     type Item = &'a str;
 
@@ -965,7 +948,7 @@ impl<'a> Iterator for Tokens<'a> {
                 return None;
             };
             if b < 0x80 {
-                if !ascii_space(b) {
+                if !is_ascii_space(b) {
                     break;
                 }
                 i += 1;
@@ -979,7 +962,7 @@ impl<'a> Iterator for Tokens<'a> {
         let start = i;
         while let Some(&b) = bytes.get(i) {
             if b < 0x80 {
-                if ascii_space(b) {
+                if is_ascii_space(b) {
                     break;
                 }
                 i += 1;

@@ -15,6 +15,13 @@ pub fn truncate(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// `char::is_whitespace` for a byte below 0x80 (tab, line feed, vertical tab, form feed, carriage
+/// return, space): the ASCII fast paths of the tokenizers use it.
+#[inline(always)]
+pub(crate) fn is_ascii_space(b: u8) -> bool {
+    b == b' ' || (b'\t'..=b'\r').contains(&b)
+}
+
 /// An error text as the library stores it: cut to [`MAX_ERROR_BYTES`].
 pub fn cap_error(text: &str) -> &str {
     truncate(text, MAX_ERROR_BYTES)
