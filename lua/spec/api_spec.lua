@@ -135,6 +135,68 @@ describe("CircuitBreaker, seed 004 compatibility", function()
     ab.CircuitBreaker.isTripped = nil
   end)
 
+  it("lets code replace the hot-path methods of the class, also for existing breakers", function()
+    local cb = quietBreaker({ failureThreshold = 1 })
+    local originals = { ab.CircuitBreaker.recordSuccess, ab.CircuitBreaker.shouldAllowOperation }
+    local calls = {}
+    function ab.CircuitBreaker:recordSuccess()
+      calls[#calls + 1] = "recordSuccess"
+      return originals[1](self)
+    end
+    function ab.CircuitBreaker:shouldAllowOperation()
+      calls[#calls + 1] = "shouldAllowOperation"
+      return false, "patched"
+    end
+    cb:recordSuccess()
+    local allowed, message = cb:shouldAllowOperation()
+    ab.CircuitBreaker.recordSuccess, ab.CircuitBreaker.shouldAllowOperation = originals[1], originals[2]
+    assert.are.same({ "recordSuccess", "shouldAllowOperation" }, calls)
+    assert.is_false(allowed)
+    assert.are.equal("patched", message)
+    -- Restored: the breaker's own again.
+    assert.is_true((cb:shouldAllowOperation()))
+    assert.are.equal(2, #calls)
+  end)
+
+  it("raises an error, not a crash, when a finalizer brings back a finalized breaker", function()
+    local function finalizer(holder, f)
+      if newproxy then -- Lua 5.1 and LuaJIT: only userdata have finalizers
+        local u = newproxy(true)
+        getmetatable(u).__gc = f
+        holder.u = u
+        return holder
+      end
+      return setmetatable(holder, { __gc = f })
+    end
+    local back
+    do
+      local cb = quietBreaker()
+      cb:recordSuccess()
+      local holder = finalizer({ cb = cb }, function() back = cb end)
+      holder = nil
+    end
+    collect()
+    collect()
+    assert.truthy(back, "the finalizer ran")
+    for _, call in ipairs({
+      function() back:recordSuccess() end,
+      function() return back:shouldAllowOperation() end,
+      function() back:recordFailure("x") end,
+    }) do
+      local ok, err = pcall(call)
+      if newproxy then
+        -- Lua 5.1 and LuaJIT keep what a finalizer reaches alive and unfinalized: it still works.
+        assert.is_true(ok, tostring(err))
+      else
+        -- Lua 5.4 finalizes it too (its Rust value is gone): an error.
+        assert.is_false(ok)
+        assert.are.equal("INVALID_ARGUMENT", codeOf(err), tostring(err))
+      end
+    end
+    back = nil
+    collect()
+  end)
+
   it("takes the SPEC's config keys beyond the seed", function()
     local clock = ab.ManualClock.new(0)
     local cb = quietBreaker({ clock = clock, identicalErrorThreshold = 3, errorMatch = "template",

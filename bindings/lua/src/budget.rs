@@ -2,9 +2,8 @@
 
 use std::cell::RefCell;
 
-use agentbreaker::{AgentEvent, BudgetBreaker, BudgetConfig, Error, EventKind, Halt, SystemClock};
+use agentbreaker::{AgentEvent, BudgetBreaker, BudgetConfig, Error, Halt, SystemClock};
 use mlua::{BString, LightUserData, Lua, Table, Value};
-use serde_json::json;
 
 use crate::convert::{self, Ctx};
 use crate::{
@@ -17,45 +16,24 @@ impl Class for BudgetBreaker {
 }
 event_source!(BudgetBreaker);
 
-/// A plain `tool_use` or `assistant` event (see [`crate::capi`]) as the core's typed event: its
-/// kind, its `name` or `text`, and its `taskId` if it has one. The kind and its string are all
-/// the core reads of such an event (the other keys it ignores), and the taskId goes through the
-/// core's own check. Conversion only.
-fn plain_event(
-    tool_use: bool,
-    payload: &[u8],
-    task_id: Option<&[u8]>,
-) -> Result<AgentEvent, Error> {
-    let payload = String::from_utf8_lossy(payload).into_owned();
-    let kind = if tool_use {
-        EventKind::ToolUse(payload)
-    } else {
-        EventKind::Assistant(payload)
-    };
-    let task_id = match task_id {
-        None => None,
-        // The core checks a taskId as it does for every kind, before reading the rest (here of
-        // a stand-in event, so that the payload is not copied into JSON).
-        Some(id) => {
-            AgentEvent::from_json(&json!({
-                "type": "tool_use",
-                "name": "",
-                "taskId": String::from_utf8_lossy(id),
-            }))?
-            .task_id
-        }
-    };
-    Ok(AgentEvent { task_id, kind })
-}
-
-/// `ingest` of a plain event into `breaker` (the C function `ingest` calls this).
+/// `ingest` of a plain `tool_use` or `assistant` event (see [`crate::capi`]) into `breaker`
+/// (the C function `ingest` calls this): its kind, its `name` or `text`, and its `taskId` if it
+/// has one, straight into the core, which reads nothing else of such an event (a tool's name
+/// not even that) and checks the taskId as it checks every event's. Lua strings that are not
+/// UTF-8 are read as the JSON conversion reads them (lossily). Conversion only.
 pub(crate) fn ingest_plain(
     breaker: &BudgetBreaker,
     tool_use: bool,
     payload: &[u8],
     task_id: Option<&[u8]>,
 ) -> Result<Option<Halt>, Error> {
-    breaker.ingest_event(&plain_event(tool_use, payload, task_id)?)
+    let task_id = task_id.map(String::from_utf8_lossy);
+    let task_id = task_id.as_deref();
+    if tool_use {
+        breaker.ingest_tool_use(task_id)
+    } else {
+        breaker.ingest_assistant(&String::from_utf8_lossy(payload), task_id)
+    }
 }
 
 thread_local! {
@@ -127,13 +105,16 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
             Option<BString>,
         )| {
             let breaker = fast_self(s, "ingest")?;
-            let event = match (kind, payload) {
-                (Some(kind), Some(payload)) => {
-                    plain_event(kind == 1, &payload, task_id.as_deref().map(|id| &id[..]))?
-                }
-                _ => json_event(&e)?,
+            let halt = match (kind, payload) {
+                (Some(kind), Some(payload)) => ingest_plain(
+                    &breaker.core,
+                    kind == 1,
+                    &payload,
+                    task_id.as_deref().map(|id| &id[..]),
+                )?,
+                _ => breaker.core.ingest_event(&json_event(&e)?)?,
             };
-            let halt = match breaker.core.ingest_event(&event)? {
+            let halt = match halt {
                 Some(halt) => convert::result_to_lua(lua, &halt)?,
                 None => Value::Nil,
             };

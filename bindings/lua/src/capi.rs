@@ -25,6 +25,7 @@
 use std::cell::RefCell;
 use std::os::raw::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 
 use agentbreaker::{BudgetBreaker, Error, FailureBreaker};
 use mlua::{Function, Lua, ffi};
@@ -34,8 +35,30 @@ use crate::{Handle, budget, panic_text};
 /// Deepest nesting looked into (deeper values are left to the full conversion).
 const PLAIN_DEPTH: usize = 16;
 
-/// `new_proxy(mt, listened)`: a new userdata of one byte (no Rust value, no `__gc`): 1 when
-/// `listened` is true, else 0; its metatable is the table `mt`. Nothing for anything else.
+/// A CircuitBreaker's proxy: a userdata block of the Lua state's, made by `new_proxy`, filled
+/// in by `bind_breaker`, emptied by its `__gc` (`proxy_gc`). Its own methods read it on each
+/// call (see [`own_breaker`]).
+#[repr(C)]
+struct Proxy {
+    /// [`PROXY_MAGIC`]: the block is a proxy (`proxy_at` checks it).
+    magic: u64,
+    /// 1 when the breaker may have Lua listeners, else 0: set at the start when it has some
+    /// (`new_proxy`) and by `set_listened`, which the Lua side calls with every listener added.
+    listened: u8,
+    /// The core breaker, a reference of the proxy's own to it (`Arc::into_raw`): null until
+    /// bound and once the proxy's `__gc` has released it (a finalizer of the program's can still
+    /// reach a proxy after that; its methods then take the class's, which report it).
+    core: *const FailureBreaker,
+    /// The class's `recordSuccess` and `shouldAllowOperation` at the start (their own methods'
+    /// upvalues keep them alive, so no other function can take their address).
+    class_methods: [*const std::ffi::c_void; 2],
+}
+
+const PROXY_MAGIC: u64 = 0x6162_7072_6f78_7931; // "abproxy1"
+
+/// `new_proxy(mt, listened)`: a new proxy block (see [`Proxy`]) with `listened` (a boolean)
+/// and nothing bound yet; its metatable is the table `mt`, given a `__gc` (`proxy_gc`). Nothing
+/// for anything else.
 pub(crate) fn new_proxy_function(lua: &Lua) -> mlua::Result<Function> {
     // SAFETY: `new_proxy` is a Lua C function that keeps to the C API's rules (see there).
     unsafe { lua.create_c_function(new_proxy) }
@@ -44,19 +67,60 @@ pub(crate) fn new_proxy_function(lua: &Lua) -> mlua::Result<Function> {
 unsafe extern "C-unwind" fn new_proxy(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: `state` is the state calling this C function; it has room for the C function's
     // minimum stack (LUA_MINSTACK slots), of which this uses three. `lua_newuserdata` returns a
-    // block of the one byte asked for (or raises Lua's out-of-memory error; nothing here needs
-    // dropping).
+    // block of the size asked for, aligned for any C type (or raises Lua's out-of-memory error;
+    // nothing here needs dropping); the block is written whole before anything reads it. The
+    // `__gc` is in the metatable before it is set, as Lua 5.4 wants it.
     unsafe {
         if ffi::lua_type(state, 1) != ffi::LUA_TTABLE {
             return 0;
         }
         let listened = ffi::lua_toboolean(state, 2) != 0;
         ffi::lua_settop(state, 1);
-        let flag = ffi::lua_newuserdata(state, 1).cast::<u8>();
-        flag.write(u8::from(listened));
+        ffi::lua_pushcfunction(state, proxy_gc);
+        ffi::lua_setfield(state, 1, c"__gc".as_ptr());
+        let proxy = ffi::lua_newuserdata(state, size_of::<Proxy>()).cast::<Proxy>();
+        proxy.write(Proxy {
+            magic: PROXY_MAGIC,
+            listened: u8::from(listened),
+            core: std::ptr::null(),
+            class_methods: [std::ptr::null(); 2],
+        });
         ffi::lua_pushvalue(state, 1);
         ffi::lua_setmetatable(state, 2);
         1
+    }
+}
+
+/// The proxy block at `index`, if the value there is one.
+unsafe fn proxy_at(state: *mut ffi::lua_State, index: c_int) -> Option<*mut Proxy> {
+    // SAFETY: a full userdata's block has `lua_rawlen` bytes; one of a proxy's size starting
+    // with the magic number is a proxy (mlua's userdata begin with a Rust value of theirs, never
+    // that number).
+    unsafe {
+        if ffi::lua_type(state, index) != ffi::LUA_TUSERDATA
+            || ffi::lua_rawlen(state, index) != size_of::<Proxy>()
+        {
+            return None;
+        }
+        let proxy = ffi::lua_touserdata(state, index).cast::<Proxy>();
+        ((*proxy).magic == PROXY_MAGIC).then_some(proxy)
+    }
+}
+
+/// A proxy's `__gc`: releases its reference to the core breaker (see [`Proxy::core`]).
+unsafe extern "C-unwind" fn proxy_gc(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: see `proxy_at`; the pointer came from `Arc::into_raw` and is released once (it is
+    // nulled first). Dropping the last reference drops the core breaker, whose Lua listeners it
+    // holds only as registry keys (dropping one only marks it for expiry). A panic is caught:
+    // nothing can be reported from a finalizer.
+    unsafe {
+        if let Some(proxy) = proxy_at(state, 1) {
+            let core = std::mem::replace(&mut (*proxy).core, std::ptr::null());
+            if !core.is_null() {
+                let _ = catch_unwind(AssertUnwindSafe(|| drop(Arc::from_raw(core))));
+            }
+        }
+        0
     }
 }
 
@@ -68,11 +132,10 @@ pub(crate) fn set_listened_function(lua: &Lua) -> mlua::Result<Function> {
 }
 
 unsafe extern "C-unwind" fn set_listened(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: the value is a full userdata of one byte, as `new_proxy` makes them (the binding's
-    // other userdata are mlua's, larger); its block is that byte.
+    // SAFETY: see `proxy_at`; only the byte is written.
     unsafe {
-        if ffi::lua_type(state, 1) == ffi::LUA_TUSERDATA && ffi::lua_rawlen(state, 1) == 1 {
-            ffi::lua_touserdata(state, 1).cast::<u8>().write(1);
+        if let Some(proxy) = proxy_at(state, 1) {
+            (*proxy).listened = 1;
         }
         0
     }
@@ -80,48 +143,58 @@ unsafe extern "C-unwind" fn set_listened(state: *mut ffi::lua_State) -> c_int {
 
 /// `bind_breaker(proxy, address, object, class, record_success, should_allow)`: a
 /// CircuitBreaker's own `recordSuccess` and `shouldAllowOperation` (see [`record_success`]), C
-/// functions with the upvalues below.
+/// functions with the upvalues below; the proxy block gets its reference to the core breaker
+/// and the class's methods they compare.
 pub(crate) fn bind_breaker_function(lua: &Lua) -> mlua::Result<Function> {
     // SAFETY: `bind_breaker` is a Lua C function that keeps to the C API's rules (see there).
     unsafe { lua.create_c_function(bind_breaker) }
 }
 
-/// Upvalues of a breaker's own methods: the proxy the methods belong to, the address of the Rust
-/// value of its mlua object (a light userdata; see `failure_new`), that object (which keeps it
-/// from being collected), the class table, the method's name, the class's method at the start,
-/// the object's metatable at the start (see [`alive`]) and the method's raw function
-/// (`failure_record_success_fast` or `failure_should_allow_operation_fast`).
+/// Upvalues of a breaker's own methods: the proxy the methods belong to, its mlua object, the
+/// class table, the class's method at the start (only kept, see [`Proxy::class_methods`]) and
+/// the method's raw function (`failure_record_success_fast` or
+/// `failure_should_allow_operation_fast`).
 const PROXY: c_int = 1;
-const ADDRESS: c_int = 2;
-const OBJECT: c_int = 3;
-const CLASS: c_int = 4;
-const NAME_KEY: c_int = 5;
-const CLASS_METHOD: c_int = 6;
-const OBJECT_META: c_int = 7;
-const BOUND: c_int = 8;
+const OBJECT: c_int = 2;
+const CLASS: c_int = 3;
+const BOUND: c_int = 5;
+
+/// The names of a breaker's own methods, in the order of [`Proxy::class_methods`].
+const OWN_METHODS: [&std::ffi::CStr; 2] = [c"recordSuccess", c"shouldAllowOperation"];
 
 unsafe extern "C-unwind" fn bind_breaker(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: `state` is the state calling this C function, with room for its minimum stack
-    // (LUA_MINSTACK slots; this uses at most sixteen). It may raise Lua's errors (out of memory;
-    // `lua_rawget` on a table is raw); nothing here needs dropping.
+    // (LUA_MINSTACK slots; this uses at most fifteen). It may raise Lua's errors (out of memory;
+    // `lua_getfield` may run a metamethod of the class table's and raise its error); nothing
+    // here needs dropping (the proxy's reference is taken before any). The proxy is checked to
+    // be one, still unbound; the address is that of the Rust value of the object in slot 3, as
+    // `failure_new` gave them, which the object (on the stack) keeps in place.
     unsafe {
         ffi::lua_settop(state, 6);
-        if ffi::lua_getmetatable(state, OBJECT) == 0 {
-            ffi::lua_pushnil(state);
+        let handle = ffi::lua_touserdata(state, 2)
+            .cast_const()
+            .cast::<Handle<FailureBreaker>>();
+        let (Some(proxy), ffi::LUA_TTABLE) = (proxy_at(state, 1), ffi::lua_type(state, 4)) else {
+            return 0;
+        };
+        if handle.is_null() || !(*proxy).core.is_null() {
+            return 0;
         }
-        for (name, function, bound) in [
-            (c"recordSuccess", record_success as ffi::lua_CFunction, 5),
-            (c"shouldAllowOperation", should_allow_operation, 6),
-        ] {
-            for i in 1..=4 {
-                ffi::lua_pushvalue(state, i);
-            }
-            ffi::lua_pushstring(state, name.as_ptr());
-            ffi::lua_pushvalue(state, -1);
-            ffi::lua_rawget(state, CLASS);
-            ffi::lua_pushvalue(state, 7); // the object's metatable
-            ffi::lua_pushvalue(state, bound);
-            ffi::lua_pushcclosure(state, function, 8);
+        (*proxy).core = Arc::into_raw(Arc::clone(&(*handle).core));
+        for (i, (name, function, bound)) in [
+            (OWN_METHODS[0], record_success as ffi::lua_CFunction, 5),
+            (OWN_METHODS[1], should_allow_operation, 6),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            ffi::lua_pushvalue(state, 1); // PROXY
+            ffi::lua_pushvalue(state, 3); // OBJECT
+            ffi::lua_pushvalue(state, 4); // CLASS
+            ffi::lua_getfield(state, 4, name.as_ptr()); // the class's method
+            (*proxy).class_methods[i] = ffi::lua_topointer(state, -1);
+            ffi::lua_pushvalue(state, bound); // BOUND
+            ffi::lua_pushcclosure(state, function, 5);
         }
         2
     }
@@ -131,8 +204,8 @@ unsafe extern "C-unwind" fn bind_breaker(state: *mut ffi::lua_State) -> c_int {
 enum Own<'a> {
     /// Straight into the core: `self` is the proxy the method belongs to, the class's method is
     /// still the one at the start, and the breaker has no Lua listeners (no listener context to
-    /// enter; the proxy's byte says so, see `new_proxy`).
-    Core(&'a Handle<FailureBreaker>),
+    /// enter; the proxy's byte says so, see [`Proxy::listened`]).
+    Core(&'a FailureBreaker),
     /// As that, but the breaker may have Lua listeners: through the method's raw function, which
     /// enters the listener context.
     Bound,
@@ -140,54 +213,51 @@ enum Own<'a> {
     Class,
 }
 
-unsafe fn own_breaker<'a>(state: *mut ffi::lua_State) -> Own<'a> {
+/// How the call of own method `method` (an index of [`OWN_METHODS`]) goes. Leaves the stack as
+/// it found it.
+unsafe fn own_breaker<'a>(state: *mut ffi::lua_State, method: usize) -> Own<'a> {
     // SAFETY: `state` is the running state of one of the breaker's own methods (the upvalues of
-    // `bind_breaker`), with room for the two values pushed (and popped again). The proxy is a
-    // block of one byte (`new_proxy`). The address is that of the Rust value of the object among
-    // the upvalues, which keeps the object from being collected; mlua keeps the value in place
-    // until it drops it, which the metatable check rules out (see `alive`; the binding never
-    // takes or destroys an object itself), and only shared references to it are ever made.
-    // (Functions are compared by address.)
+    // `bind_breaker`), with room for the value pushed (and popped again). The proxy's block was
+    // filled in by `bind_breaker`; while its core pointer is not null the proxy holds a reference
+    // to the core breaker, and the proxy (an upvalue, and `self`) cannot be finalized during the
+    // call. The class's method is read as `cb:method()` finds it (`lua_getfield`, which may run a
+    // metamethod of the class table's and raise its error; nothing here needs dropping).
     unsafe {
-        let up = ffi::lua_upvalueindex;
-        let proxy = ffi::lua_touserdata(state, up(PROXY));
-        if ffi::lua_touserdata(state, 1) != proxy {
+        let proxy = ffi::lua_touserdata(state, ffi::lua_upvalueindex(PROXY)).cast::<Proxy>();
+        if ffi::lua_touserdata(state, 1) != proxy.cast() {
             return Own::Class;
         }
-        ffi::lua_pushvalue(state, up(NAME_KEY));
-        ffi::lua_rawget(state, up(CLASS));
-        let same_method =
-            ffi::lua_topointer(state, -1) == ffi::lua_topointer(state, up(CLASS_METHOD));
+        let proxy = &*proxy;
+        ffi::lua_getfield(
+            state,
+            ffi::lua_upvalueindex(CLASS),
+            OWN_METHODS[method].as_ptr(),
+        );
+        let same_method = ffi::lua_topointer(state, -1) == proxy.class_methods[method];
         ffi::lua_settop(state, -2);
-        if !same_method {
+        if !same_method || proxy.core.is_null() {
             return Own::Class;
         }
-        if proxy.cast::<u8>().read() != 0 {
+        if proxy.listened != 0 {
             return Own::Bound;
         }
-        let handle = ffi::lua_touserdata(state, up(ADDRESS))
-            .cast_const()
-            .cast::<Handle<FailureBreaker>>();
-        if handle.is_null() || !alive(state, up(OBJECT), up(OBJECT_META)) {
-            return Own::Class;
-        }
-        // (The byte is set with every listener; the object's own record is the last word.)
-        if (*handle).listeners.any() {
-            return Own::Bound;
-        }
-        Own::Core(&*handle)
+        Own::Core(&*proxy.core)
     }
 }
 
-/// Any other call of a breaker's own method: the class's method as it is now, with every
-/// argument, and its results.
-unsafe fn class_method(state: *mut ffi::lua_State) -> c_int {
+/// Any other call of own method `method`: the class's method as it is now, with every argument,
+/// and its results.
+unsafe fn class_method(state: *mut ffi::lua_State, method: usize) -> c_int {
     // SAFETY: `state` is the running state of one of the breaker's own methods, with room for
-    // the one value pushed; an error of the method passes through (nothing here needs dropping).
+    // the one value pushed; an error of the method (or of the class table's metamethods) passes
+    // through (nothing here needs dropping).
     unsafe {
         let n = ffi::lua_gettop(state);
-        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(NAME_KEY));
-        ffi::lua_rawget(state, ffi::lua_upvalueindex(CLASS));
+        ffi::lua_getfield(
+            state,
+            ffi::lua_upvalueindex(CLASS),
+            OWN_METHODS[method].as_ptr(),
+        );
         ffi::lua_insert(state, 1);
         ffi::lua_call(state, n, ffi::LUA_MULTRET);
         ffi::lua_gettop(state)
@@ -200,12 +270,12 @@ unsafe extern "C-unwind" fn record_success(state: *mut ffi::lua_State) -> c_int 
     // SAFETY: see `own_breaker`, `class_method` and `bound`; the Rust work makes no C API call,
     // and a panic is caught and raised as an INTERNAL error (`raise`).
     unsafe {
-        let handle = match own_breaker(state) {
+        let handle = match own_breaker(state, 0) {
             Own::Core(handle) => handle,
             Own::Bound => return bound(state, 0),
-            Own::Class => return class_method(state),
+            Own::Class => return class_method(state, 0),
         };
-        let error = match catch_unwind(AssertUnwindSafe(|| handle.core.record_success())) {
+        let error = match catch_unwind(AssertUnwindSafe(|| handle.record_success())) {
             Ok(()) => return 0,
             Err(panic) => panic_error("failure_record_success", &*panic),
         };
@@ -217,16 +287,16 @@ unsafe extern "C-unwind" fn record_success(state: *mut ffi::lua_State) -> c_int 
 /// `should_allow_operation` straight from the Lua stack in the common case (see [`Own`]).
 unsafe extern "C-unwind" fn should_allow_operation(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: see `own_breaker`, `class_method`, `bound` and `push_text`; the Rust work makes no
-    // C API call, and a panic is caught and raised as an INTERNAL error (`raise`).
+    // C API call, and a panic is caught and raised as an INTERNAL error (`raise`). The two
+    // results are pushed above the arguments, within the minimum stack.
     unsafe {
-        let handle = match own_breaker(state) {
+        let handle = match own_breaker(state, 1) {
             Own::Core(handle) => handle,
             Own::Bound => return bound(state, 2),
-            Own::Class => return class_method(state),
+            Own::Class => return class_method(state, 1),
         };
-        let error = match catch_unwind(AssertUnwindSafe(|| handle.core.should_allow_operation())) {
+        let error = match catch_unwind(AssertUnwindSafe(|| handle.should_allow_operation())) {
             Ok(permission) => {
-                ffi::lua_settop(state, 0);
                 ffi::lua_pushboolean(state, c_int::from(permission.allowed));
                 match permission.message {
                     Some(message) => push_text(state, message),

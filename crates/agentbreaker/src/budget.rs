@@ -221,6 +221,26 @@ pub enum EventKind {
     Unknown(String),
 }
 
+/// What [`BudgetBreaker`] reads of a validated event, borrowed from it (the tool's name and an
+/// unknown type's name are not read).
+#[derive(Debug, Clone, Copy)]
+struct View<'a> {
+    task_id: Option<&'a str>,
+    kind: KindView<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum KindView<'a> {
+    Heartbeat(Phase),
+    Assistant(&'a str),
+    ToolUse,
+    Usage {
+        model: Option<&'a str>,
+        usage: &'a Usage,
+    },
+    Unknown,
+}
+
 /// One validated event of the stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentEvent {
@@ -231,6 +251,37 @@ pub struct AgentEvent {
 }
 
 impl AgentEvent {
+    /// Checks a `taskId` as every event's is checked (SPEC 4): 1 to [`MAX_TASK_ID_BYTES`] bytes,
+    /// else `INVALID_EVENT`.
+    pub fn check_task_id(id: &str) -> Result<()> {
+        if id.is_empty() {
+            return Err(Error::event("taskId must not be empty"));
+        }
+        if id.len() > MAX_TASK_ID_BYTES {
+            return Err(Error::event(format_args!(
+                "taskId is longer than {MAX_TASK_ID_BYTES} bytes"
+            )));
+        }
+        Ok(())
+    }
+
+    /// What the breaker reads of the event, borrowed.
+    fn view(&self) -> View<'_> {
+        View {
+            task_id: self.task_id.as_deref(),
+            kind: match &self.kind {
+                EventKind::Heartbeat(phase) => KindView::Heartbeat(*phase),
+                EventKind::Assistant(text) => KindView::Assistant(text),
+                EventKind::ToolUse(_) => KindView::ToolUse,
+                EventKind::Usage { model, usage } => KindView::Usage {
+                    model: model.as_deref(),
+                    usage,
+                },
+                EventKind::Unknown(_) => KindView::Unknown,
+            },
+        }
+    }
+
     /// Validates a JSON event (SPEC 4); anything malformed is `INVALID_EVENT`.
     pub fn from_json(value: &Value) -> Result<Self> {
         let Value::Object(map) = value else {
@@ -251,15 +302,10 @@ impl AgentEvent {
         };
         let task_id = match map.get("taskId") {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.is_empty() => {
-                return Err(Error::event("taskId must not be empty"));
+            Some(Value::String(s)) => {
+                Self::check_task_id(s)?;
+                Some(s.clone())
             }
-            Some(Value::String(s)) if s.len() > MAX_TASK_ID_BYTES => {
-                return Err(Error::event(format_args!(
-                    "taskId is longer than {MAX_TASK_ID_BYTES} bytes"
-                )));
-            }
-            Some(Value::String(s)) => Some(s.clone()),
             Some(v) => {
                 return Err(Error::event(format_args!(
                     "taskId must be a string, not {}",
@@ -571,9 +617,10 @@ struct Inner {
 }
 
 impl Inner {
-    fn open(&mut self, id: &str, now: u64) -> &mut Task {
-        let seq = match self.by_id.get(id) {
-            Some(&seq) => seq,
+    /// The task `id`, opened now unless it is open (`seq`, its sequence number then).
+    fn open(&mut self, seq: Option<u64>, id: &str, now: u64) -> &mut Task {
+        let seq = match seq {
+            Some(seq) => seq,
             None => {
                 let seq = self.next_seq;
                 self.next_seq = self.next_seq.saturating_add(1);
@@ -601,6 +648,18 @@ impl Inner {
         } else {
             task.last_event_at
         }
+    }
+}
+
+/// The task an event opens or counts for (its taskId, else the top of the stack, else the
+/// session); `None` for unknown events and closing heartbeats.
+fn target<'a>(inner: &'a Inner, event: View<'a>) -> Option<&'a str> {
+    match event.kind {
+        KindView::Unknown | KindView::Heartbeat(Phase::Done | Phase::Error) => None,
+        _ => Some(match event.task_id {
+            Some(id) => id,
+            None => inner.stack.last().map_or(SESSION_TASK, String::as_str),
+        }),
     }
 }
 
@@ -655,6 +714,36 @@ impl BudgetBreaker {
     /// Ingests one validated event; returns the halt it caused, if any. Fails only when the event
     /// would open more than [`MAX_OPEN_TASKS`] tasks (`INVALID_EVENT`).
     pub fn ingest_event(&self, event: &AgentEvent) -> Result<Option<Halt>> {
+        self.ingest_view(event.view())
+    }
+
+    /// [`ingest_event`](Self::ingest_event) of `{"type": "tool_use", "taskId": task_id, ...}`
+    /// without building the event (the tool's name and input are not read); the `taskId` is
+    /// checked as [`AgentEvent::from_json`] checks it.
+    pub fn ingest_tool_use(&self, task_id: Option<&str>) -> Result<Option<Halt>> {
+        if let Some(id) = task_id {
+            AgentEvent::check_task_id(id)?;
+        }
+        self.ingest_view(View {
+            task_id,
+            kind: KindView::ToolUse,
+        })
+    }
+
+    /// [`ingest_event`](Self::ingest_event) of `{"type": "assistant", "text": text, "taskId":
+    /// task_id}` without building the event; the `taskId` is checked as
+    /// [`AgentEvent::from_json`] checks it.
+    pub fn ingest_assistant(&self, text: &str, task_id: Option<&str>) -> Result<Option<Halt>> {
+        if let Some(id) = task_id {
+            AgentEvent::check_task_id(id)?;
+        }
+        self.ingest_view(View {
+            task_id,
+            kind: KindView::Assistant(text),
+        })
+    }
+
+    fn ingest_view(&self, event: View<'_>) -> Result<Option<Halt>> {
         let now = self.clock.now_ms();
         let halt = self.ingest_at(event, now, &mut Sink::Queue(&self.listeners));
         self.listeners.deliver();
@@ -673,7 +762,7 @@ impl BudgetBreaker {
             let inner = self.lock();
             let new_ids: std::collections::HashSet<&str> = events
                 .iter()
-                .filter_map(|e| self.target(&inner, e))
+                .filter_map(|e| target(&inner, e.view()))
                 .filter(|id| !inner.by_id.contains_key(*id))
                 .collect();
             if inner.tasks.len() + new_ids.len() > MAX_OPEN_TASKS {
@@ -681,53 +770,39 @@ impl BudgetBreaker {
             }
         }
         for e in events {
-            if let Some(h) = self.ingest_at(e, now, sink)? {
+            if let Some(h) = self.ingest_at(e.view(), now, sink)? {
                 halts.push(h);
             }
         }
         Ok(())
     }
 
-    /// The task an event opens or counts for; `None` for unknown events and closing heartbeats.
-    fn target<'a>(&self, inner: &'a Inner, event: &'a AgentEvent) -> Option<&'a str> {
-        match &event.kind {
-            EventKind::Unknown(_) => None,
-            EventKind::Heartbeat(Phase::Done | Phase::Error) => None,
-            _ => Some(match &event.task_id {
-                Some(id) => id.as_str(),
-                None => inner.stack.last().map_or(SESSION_TASK, |s| s.as_str()),
-            }),
-        }
-    }
-
     /// Ingests under the lock; a halt's event goes to `sink` before the lock is released.
-    fn ingest_at(&self, event: &AgentEvent, now: u64, sink: &mut Sink<'_>) -> Result<Option<Halt>> {
+    fn ingest_at(&self, event: View<'_>, now: u64, sink: &mut Sink<'_>) -> Result<Option<Halt>> {
         let mut guard = self.lock();
         let inner = &mut *guard;
-        if let EventKind::Unknown(_) = event.kind {
+        if let KindView::Unknown = event.kind {
             inner.ignored_events = inner.ignored_events.saturating_add(1);
             return Ok(None);
         }
         // Borrowed from the event or the session's name; owned only for a task from the stack.
-        let target: Option<Cow<'_, str>> = match self.target(inner, event) {
-            None => None,
-            Some(SESSION_TASK) => Some(Cow::Borrowed(SESSION_TASK)),
-            Some(id) if event.task_id.as_deref() == Some(id) => Some(Cow::Borrowed(
-                event.task_id.as_deref().unwrap_or(SESSION_TASK),
-            )),
-            Some(id) => Some(Cow::Owned(id.to_string())),
+        let target: Option<Cow<'_, str>> = match (event.task_id, target(inner, event)) {
+            (_, None) => None,
+            (Some(id), Some(_)) => Some(Cow::Borrowed(id)),
+            (None, Some(SESSION_TASK)) => Some(Cow::Borrowed(SESSION_TASK)),
+            (None, Some(id)) => Some(Cow::Owned(id.to_string())),
         };
-        if let Some(id) = &target
-            && !inner.by_id.contains_key(id.as_ref())
-            && inner.tasks.len() >= MAX_OPEN_TASKS
-        {
+        let seq = target
+            .as_ref()
+            .and_then(|id| inner.by_id.get(id.as_ref()).copied());
+        if target.is_some() && seq.is_none() && inner.tasks.len() >= MAX_OPEN_TASKS {
             return Err(too_many_tasks());
         }
         inner.last_event_at = Some(now);
-        let id = match (&event.kind, target) {
-            (EventKind::Heartbeat(_), None) => {
+        let id = match (event.kind, target) {
+            (KindView::Heartbeat(_), None) => {
                 // done / error: drop the task wherever it is, halted or not.
-                if let Some(id) = &event.task_id {
+                if let Some(id) = event.task_id {
                     inner.close(id);
                 }
                 return Ok(None);
@@ -735,9 +810,9 @@ impl BudgetBreaker {
             (_, Some(id)) => id,
             (_, None) => return Ok(None),
         };
-        let task = inner.open(&id, now);
+        let task = inner.open(seq, &id, now);
         task.last_event_at = now;
-        if let EventKind::Heartbeat(Phase::Starting) = event.kind {
+        if let KindView::Heartbeat(Phase::Starting) = event.kind {
             if !inner.stack.iter().any(|t| *t == id) {
                 inner.stack.push(id.into_owned());
             }
@@ -747,16 +822,16 @@ impl BudgetBreaker {
             return Ok(None);
         }
         let c = &self.config;
-        let reason = match &event.kind {
-            EventKind::ToolUse(_) => {
+        let reason = match event.kind {
+            KindView::ToolUse => {
                 task.tool_calls = task.tool_calls.saturating_add(1);
                 (task.tool_calls > c.max_tool_calls_per_task).then_some(HaltReason::ToolCallLimit {
                     actual: task.tool_calls,
                     limit: c.max_tool_calls_per_task,
                 })
             }
-            EventKind::Usage { model, usage } => {
-                task.spend_cents += usage.cost_cents(&c.price_for(model.as_deref()));
+            KindView::Usage { model, usage } => {
+                task.spend_cents += usage.cost_cents(&c.price_for(model));
                 (task.spend_cents > c.max_token_spend_cents_per_task as f64).then_some(
                     HaltReason::TokenSpendLimit {
                         actual_cents: task.spend_cents,
@@ -764,7 +839,7 @@ impl BudgetBreaker {
                     },
                 )
             }
-            EventKind::Assistant(text) => {
+            KindView::Assistant(text) => {
                 let set = token_set(text, c.max_tokens_per_output as usize);
                 if let Some(last) = &task.last_output {
                     // A window of `loopWindow` outputs has `loopWindow - 1` pairs.
