@@ -250,20 +250,29 @@ end
 
 local StagnationBreaker = {}
 M.StagnationBreaker = StagnationBreaker
+-- The hot path, once per iteration: `recordProgress` and `check` are C functions (capi.rs) that
+-- take a breaker without Lua listeners (and for recordProgress a plain metrics table) straight
+-- into the core; they find the breaker's Rust value by object in `stagnationAddress`. Every
+-- other case they hand to the Lua methods below (`slowRecordProgress`, `slowCheck`) before
+-- anything happened.
+local stagnationAddress = byObject()
 function StagnationBreaker.new(config)
-  return check(raw.stagnation_new(config))
+  local sb, address = check(raw.stagnation_new(config))
+  stagnationAddress[sb] = address
+  return sb
 end
 StagnationBreaker.recordError = method("stagnation_record_error")
 StagnationBreaker.recordStep = method("stagnation_record_step")
 
--- The hot path, once per iteration. A plain metrics table (no metatable, no keys but the three
+-- Where the C function does not go into the core itself (a breaker with Lua listeners, an
+-- argument that is not plain, ...). A plain metrics table (no metatable, no keys but the three
 -- counts) goes to the raw function as three values; the raw function takes counts that are whole
 -- numbers >= 0 (or nil). Anything else takes the ordinary path, which converts the whole table
 -- and reports what is wrong.
 local METRIC_KEYS = { filesChanged = true, testsPassing = true, outputLength = true }
 local recordProgressChecked = method("stagnation_record_progress")
 local recordProgressFast = raw.stagnation_record_progress_fast
-function StagnationBreaker.recordProgress(self, metrics)
+local function slowRecordProgress(self, metrics)
   if type(metrics) == "table" and getmetatable(metrics) == nil then
     local plain = true
     for key in next, metrics do
@@ -289,7 +298,7 @@ end
 local objectMeta = raw.object_mt
 local STATE_NAMES = { "CLOSED", "HALF_OPEN", "OPEN" } -- the raw functions' state numbers
 local checkFast = raw.stagnation_check_fast
-function StagnationBreaker.check(self)
+local function slowCheck(self)
   local allowContinue, state, reason = checkFast(self)
   if allowContinue == nil then
     error(reason, 0)
@@ -414,9 +423,17 @@ function M.configFromEnv(env)
   return check(raw.config_from_env(env))
 end
 
+-- Made once the classes' metatables are in place (see `finish`): a breaker made then only lends
+-- `bind_stagnation` the metatable all StagnationBreakers share.
+local function bindStagnation()
+  StagnationBreaker.recordProgress, StagnationBreaker.check = raw.bind_stagnation(stagnationAddress,
+    slowRecordProgress, slowCheck, (check(raw.stagnation_new())), objectMeta)
+end
+
 -- What the module does once the Rust side has registered `metas`.
 local function finish()
   bindIngest()
+  bindStagnation()
 end
 
 return M, metas, seedLog, finish

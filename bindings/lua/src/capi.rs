@@ -27,7 +27,9 @@ use std::os::raw::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use agentbreaker::{BudgetBreaker, Error, FailureBreaker};
+use agentbreaker::{
+    BudgetBreaker, Error, FailureBreaker, IterationMetrics, StagnationBreaker, State,
+};
 use mlua::{Function, Lua, ffi};
 
 use crate::{Handle, budget, panic_text};
@@ -582,6 +584,219 @@ unsafe fn ingest_slow(state: *mut ffi::lua_State) -> c_int {
         ffi::lua_insert(state, 1);
         ffi::lua_call(state, 2, 1);
         1
+    }
+}
+
+/// `bind_stagnation(addresses, slow_record, slow_check, sample, result_meta)`: the
+/// `StagnationBreaker.recordProgress` and `.check` methods, C functions with upvalues
+/// `addresses` (the address of each StagnationBreaker's Rust value as a light userdata, by
+/// object, weakly: see `stagnation_new`), the Lua method that takes every other case (`slow_record`
+/// or `slow_check`), the metatable of `sample` (a StagnationBreaker: the metatable of them all,
+/// see [`alive`]) and `result_meta` (the metatable of the module's result tables).
+pub(crate) fn bind_stagnation_function(lua: &Lua) -> mlua::Result<Function> {
+    // SAFETY: `bind_stagnation` is a Lua C function that keeps to the C API's rules (see there).
+    unsafe { lua.create_c_function(bind_stagnation) }
+}
+
+unsafe extern "C-unwind" fn bind_stagnation(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `state` is the state calling this C function, with room for its minimum stack
+    // (this uses at most eleven slots); `lua_pushcclosure` takes the values as upvalues (it may
+    // raise Lua's out-of-memory error; nothing here needs dropping).
+    unsafe {
+        ffi::lua_settop(state, 5);
+        if ffi::lua_getmetatable(state, 4) == 0 {
+            ffi::lua_pushnil(state);
+        }
+        ffi::lua_replace(state, 4);
+        for (function, slow) in [
+            (record_progress as ffi::lua_CFunction, 2),
+            (stagnation_check, 3),
+        ] {
+            ffi::lua_pushvalue(state, 1);
+            ffi::lua_pushvalue(state, slow);
+            ffi::lua_pushvalue(state, 4);
+            ffi::lua_pushvalue(state, 5);
+            ffi::lua_pushcclosure(state, function, 4);
+        }
+        2
+    }
+}
+
+/// The upvalues of [`record_progress`] and [`stagnation_check`].
+const ADDRESSES: c_int = 1;
+const SLOW: c_int = 2;
+const TYPE_META: c_int = 3;
+const RESULT_META: c_int = 4;
+
+/// The StagnationBreaker at slot 1 when the call can go straight into the core: it is one (its
+/// address is known and it still holds its Rust value) without Lua listeners (no listener
+/// context to enter). Pushes one value (its address, or nil), within the stack space the
+/// caller checked.
+unsafe fn own_stagnation<'a>(state: *mut ffi::lua_State) -> Option<&'a StagnationBreaker> {
+    // SAFETY: `state` is the running state of `record_progress` or `stagnation_check`. The
+    // light userdata is the one `stagnation_new` made from the object in slot 1: the address of
+    // the object's Rust value, which mlua keeps in place until it drops it, which `alive` rules
+    // out (the binding never takes or destroys an object itself); slot 1 keeps the object from
+    // being collected during the call. Only shared references to it are made.
+    unsafe {
+        ffi::lua_pushvalue(state, 1);
+        ffi::lua_rawget(state, ffi::lua_upvalueindex(ADDRESSES));
+        let handle = ffi::lua_touserdata(state, -1)
+            .cast_const()
+            .cast::<Handle<StagnationBreaker>>();
+        if handle.is_null()
+            || !alive(state, 1, ffi::lua_upvalueindex(TYPE_META))
+            || (*handle).listeners.any()
+        {
+            return None;
+        }
+        Some(&(*handle).core)
+    }
+}
+
+/// `slow(...)` with the call's `arguments` (slots 1 to `arguments`), its `results` returned.
+unsafe fn call_slow(state: *mut ffi::lua_State, arguments: c_int, results: c_int) -> c_int {
+    // SAFETY: the caller's state has room for one value more than its arguments; an error of
+    // `slow` passes through (nothing here needs dropping).
+    unsafe {
+        ffi::lua_settop(state, arguments);
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(SLOW));
+        ffi::lua_insert(state, 1);
+        ffi::lua_call(state, arguments, results);
+        results
+    }
+}
+
+/// A count of the hot path (as `convert::count_or_zero` reads one): `agentbreaker.null` is 0,
+/// a whole number >= 0 below 2^64 is itself; anything else is `None`.
+unsafe fn count_at(state: *mut ffi::lua_State, index: c_int) -> Option<u64> {
+    // SAFETY: the value's type is checked before it is read; nothing is converted in place.
+    unsafe {
+        match ffi::lua_type(state, index) {
+            ffi::LUA_TLIGHTUSERDATA if ffi::lua_touserdata(state, index).is_null() => Some(0),
+            ffi::LUA_TNUMBER => {
+                // Lua 5.4's integers exactly (its floats, and every number of Lua 5.1 and
+                // LuaJIT, below).
+                #[cfg(feature = "lua54")]
+                if ffi::lua_isinteger(state, index) != 0 {
+                    return u64::try_from(ffi::lua_tointegerx(state, index, std::ptr::null_mut()))
+                        .ok();
+                }
+                let n = ffi::lua_tonumber(state, index);
+                (n.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&n))
+                    .then_some(n as u64)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `sb:recordProgress(metrics)` with the upvalues of `bind_stagnation`: a plain metrics table
+/// (no metatable, no keys but `filesChanged`, `testsPassing` and `outputLength`, each a count as
+/// [`count_at`] reads it) given to a breaker without Lua listeners goes straight into the core.
+/// Anything else goes to the slow method, before anything happened, which takes it or reports
+/// what is wrong.
+unsafe extern "C-unwind" fn record_progress(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `state` is the state calling this C function; the stack space used (five slots)
+    // is checked first. See `own_stagnation` and `call_slow`. The walk raises no error
+    // (`lua_next` on a table nothing modifies meanwhile; strings read only when they are
+    // strings). The Rust work runs with no C API call in between; a panic is caught and raised
+    // as an INTERNAL error (`raise`).
+    unsafe {
+        ffi::lua_settop(state, 2); // self, metrics
+        if ffi::lua_checkstack(state, 5) == 0 {
+            return call_slow(state, 2, 0);
+        }
+        let Some(breaker) = own_stagnation(state) else {
+            return call_slow(state, 2, 0);
+        };
+        if ffi::lua_type(state, 2) != ffi::LUA_TTABLE || has_metatable(state, 2) {
+            return call_slow(state, 2, 0);
+        }
+        let mut counts = [0_u64; 3];
+        ffi::lua_settop(state, 3);
+        ffi::lua_pushnil(state);
+        while ffi::lua_next(state, 2) != 0 {
+            let slot = if ffi::lua_type(state, 4) == ffi::LUA_TSTRING {
+                match string_bytes(state, 4) {
+                    b"filesChanged" => Some(0),
+                    b"testsPassing" => Some(1),
+                    b"outputLength" => Some(2),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            let (Some(slot), Some(count)) = (slot, count_at(state, 5)) else {
+                return call_slow(state, 2, 0);
+            };
+            counts[slot] = count;
+            ffi::lua_settop(state, 4);
+        }
+        let [files_changed, tests_passing, output_length] = counts;
+        let metrics = IterationMetrics {
+            files_changed,
+            tests_passing,
+            output_length,
+        };
+        let error = match catch_unwind(AssertUnwindSafe(|| breaker.record_progress(metrics))) {
+            Ok(()) => return 0,
+            Err(panic) => panic_error("stagnation_record_progress", &*panic),
+        };
+        raise(state, error)
+    }
+}
+
+/// `sb:check()` with the upvalues of `bind_stagnation`: for a breaker without Lua listeners,
+/// the core's decision as a new result table `{allowContinue, state, reason}`. Anything else
+/// goes to the slow method.
+unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `state` is the state calling this C function; the stack space used (five slots)
+    // is checked first. See `own_stagnation`, `call_slow` and `push_text`: the decision's reason
+    // is on the Lua stack (or dropped) before any C API call that may raise an error
+    // (`lua_createtable`, `lua_setfield` on a new table, `lua_pushstring`: out of memory). A
+    // panic is caught and raised as an INTERNAL error (`raise`).
+    unsafe {
+        ffi::lua_settop(state, 1); // self
+        if ffi::lua_checkstack(state, 5) == 0 {
+            return call_slow(state, 1, 1);
+        }
+        let Some(breaker) = own_stagnation(state) else {
+            return call_slow(state, 1, 1);
+        };
+        let decision = match catch_unwind(AssertUnwindSafe(|| breaker.check())) {
+            Ok(decision) => decision,
+            Err(panic) => raise(state, panic_error("stagnation_check", &*panic)),
+        };
+        let (allow, name) = (decision.allow_continue, state_name(decision.state));
+        let has_reason = match decision.reason {
+            Some(reason) => {
+                push_text(state, reason);
+                true
+            }
+            None => false,
+        };
+        ffi::lua_createtable(state, 0, 3);
+        ffi::lua_pushboolean(state, c_int::from(allow));
+        ffi::lua_setfield(state, -2, c"allowContinue".as_ptr());
+        ffi::lua_pushstring(state, name.as_ptr());
+        ffi::lua_setfield(state, -2, c"state".as_ptr());
+        if has_reason {
+            ffi::lua_pushvalue(state, -2);
+            ffi::lua_setfield(state, -2, c"reason".as_ptr());
+        }
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(RESULT_META));
+        ffi::lua_setmetatable(state, -2);
+        1
+    }
+}
+
+/// A state's name, as results carry it.
+fn state_name(state: State) -> &'static std::ffi::CStr {
+    match state {
+        State::Closed => c"CLOSED",
+        State::HalfOpen => c"HALF_OPEN",
+        State::Open => c"OPEN",
     }
 }
 

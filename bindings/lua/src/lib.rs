@@ -418,6 +418,7 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
     raw.raw_set("set_listened", capi::set_listened_function(lua)?)?;
     raw.raw_set("bind_ingest", capi::bind_ingest_function(lua)?)?;
     raw.raw_set("bind_breaker", capi::bind_breaker_function(lua)?)?;
+    raw.raw_set("bind_stagnation", capi::bind_stagnation_function(lua)?)?;
     clock::export_all(lua, &raw)?;
     failure::export_all(lua, &raw)?;
     stagnation::export_all(lua, &raw)?;

@@ -3,7 +3,7 @@
 use agentbreaker::{
     AgentStep, Error, IterationMetrics, StagnationBreaker, StagnationConfig, SystemClock,
 };
-use mlua::{Lua, Table, Value};
+use mlua::{LightUserData, Lua, Table, Value};
 
 use crate::convert::{self, Ctx, lua_type};
 use crate::{
@@ -53,7 +53,19 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         let handle = Handle::new(StagnationBreaker::with_clock(core_config, clock)?);
         add_listeners(lua, &handle, opts.listeners)?;
         let ud = object(lua, handle)?;
-        ret(lua, ud)
+        // The address of the object's Rust value, for the C functions `record_progress` and
+        // `stagnation_check` (see capi.rs): mlua keeps the value in place until it drops it.
+        let address = {
+            let handle = ud
+                .borrow::<Handle<StagnationBreaker>>()
+                .map_err(convert::lua_error)?;
+            LightUserData(
+                std::ptr::from_ref::<Handle<StagnationBreaker>>(&handle)
+                    .cast_mut()
+                    .cast(),
+            )
+        };
+        ret(lua, (ud, address))
     })?;
     export(
         lua,
