@@ -42,6 +42,21 @@ local function readOnly(class)
   end
 end
 
+-- Makes `addListener` of `class` mark the cell (see StagnationBreaker) of a breaker given a
+-- listener, so that its hot paths go through the raw functions, which enter the listener context.
+local setListened = raw.set_listened
+local function markListened(class, cells)
+  local add = class.addListener
+  class.addListener = function(self, listener)
+    local id = add(self, listener)
+    local cell = cells[self]
+    if cell ~= nil then
+      setListened(cell)
+    end
+    return id
+  end
+end
+
 -- Adds the listener methods every event source has (made by `make`, `method` by default).
 local function listenerMethods(class, prefix, make)
   make = make or method
@@ -133,7 +148,7 @@ CircuitBreaker.load = cbMethod("failure_load")
 listenerMethods(CircuitBreaker, "failure", cbMethod)
 -- A breaker given a listener tells its own methods (see CircuitBreaker.new) to go through the
 -- raw functions, which enter the listener context.
-local addListener, setListened = CircuitBreaker.addListener, raw.set_listened
+local addListener = CircuitBreaker.addListener
 function CircuitBreaker.addListener(self, listener)
   local id = addListener(self, listener)
   if handleOf[self] then
@@ -252,13 +267,14 @@ local StagnationBreaker = {}
 M.StagnationBreaker = StagnationBreaker
 -- The hot path, once per iteration: `recordProgress` and `check` are C functions (capi.rs) that
 -- take a breaker without Lua listeners (and for recordProgress a plain metrics table) straight
--- into the core; they find the breaker's Rust value by object in `stagnationAddress`. Every
--- other case they hand to the Lua methods below (`slowRecordProgress`, `slowCheck`) before
--- anything happened.
-local stagnationAddress = byObject()
+-- into the core; they find the breaker by object in `stagnationCells` (a cell: a reference to
+-- the core breaker of its own, and whether it may have Lua listeners). Every other case they
+-- hand to the Lua methods below (`slowRecordProgress`, `slowCheck`) before anything happened.
+local stagnationCells = byObject()
+local newStagnationCell = raw.new_stagnation_cell
 function StagnationBreaker.new(config)
-  local sb, address = check(raw.stagnation_new(config))
-  stagnationAddress[sb] = address
+  local sb, address, listened = check(raw.stagnation_new(config))
+  stagnationCells[sb] = newStagnationCell(address, listened)
   return sb
 end
 StagnationBreaker.recordError = method("stagnation_record_error")
@@ -306,11 +322,14 @@ local function slowCheck(self)
   return setmetatable({ allowContinue = allowContinue, state = STATE_NAMES[state], reason = reason },
     objectMeta)
 end
+StagnationBreaker.recordProgress, StagnationBreaker.check = raw.bind_stagnation(stagnationCells,
+  slowRecordProgress, slowCheck, objectMeta)
 StagnationBreaker.getStatus = method("stagnation_get_status")
 StagnationBreaker.reset = method("stagnation_reset")
 StagnationBreaker.snapshot = method("stagnation_snapshot")
 StagnationBreaker.restore = method("stagnation_restore")
 listenerMethods(StagnationBreaker, "stagnation")
+markListened(StagnationBreaker, stagnationCells)
 metas.StagnationBreaker = {
   __index = StagnationBreaker,
   __newindex = readOnly("StagnationBreaker"),
@@ -324,14 +343,16 @@ local BudgetBreaker = {}
 M.BudgetBreaker = BudgetBreaker
 -- The hot path, once per event of the stream. `ingest` is a C function (capi.rs) that takes a
 -- plain `tool_use` or `assistant` event given to a breaker without Lua listeners straight into
--- the core, without a conversion to JSON; it finds the breaker's Rust value by object in
--- `addressOf`. Every other case it hands to `ingestSlow` (before anything happened), where a raw
--- function takes the event as the kind, string and taskId that `plainEvent` (C) finds in it, or
--- whole when it is not plain (and converts it), checks `self` and returns an error as its text.
-local addressOf = byObject()
+-- the core, without a conversion to JSON; it finds the breaker by object in `budgetCells` (see
+-- the StagnationBreaker's). Every other case it hands to `ingestSlow` (before anything
+-- happened), where a raw function takes the event as the kind, string and taskId that
+-- `plainEvent` (C) finds in it, or whole when it is not plain (and converts it), checks `self`
+-- and returns an error as its text.
+local budgetCells = byObject()
+local newBudgetCell = raw.new_budget_cell
 function BudgetBreaker.new(config)
-  local bb, address = check(raw.budget_new(config))
-  addressOf[bb] = address
+  local bb, address, listened = check(raw.budget_new(config))
+  budgetCells[bb] = newBudgetCell(address, listened)
   return bb
 end
 
@@ -349,16 +370,12 @@ local function ingestSlow(self, event)
   end
   return halt
 end
--- Made once the classes' metatables are in place (see `finish` at the end): a breaker made then
--- only lends `bind_ingest` the metatable all BudgetBreakers share.
-local function bindIngest()
-  BudgetBreaker.ingest = raw.bind_ingest(addressOf, ingestSlow, raw.budget_take_pending,
-    (check(raw.budget_new())))
-end
+BudgetBreaker.ingest = raw.bind_ingest(budgetCells, ingestSlow, raw.budget_take_pending)
 BudgetBreaker.tick = method("budget_tick")
 BudgetBreaker.snapshot = method("budget_snapshot")
 BudgetBreaker.reset = method("budget_reset")
 listenerMethods(BudgetBreaker, "budget")
+markListened(BudgetBreaker, budgetCells)
 metas.BudgetBreaker = {
   __index = BudgetBreaker,
   __newindex = readOnly("BudgetBreaker"),
@@ -423,17 +440,4 @@ function M.configFromEnv(env)
   return check(raw.config_from_env(env))
 end
 
--- Made once the classes' metatables are in place (see `finish`): a breaker made then only lends
--- `bind_stagnation` the metatable all StagnationBreakers share.
-local function bindStagnation()
-  StagnationBreaker.recordProgress, StagnationBreaker.check = raw.bind_stagnation(stagnationAddress,
-    slowRecordProgress, slowCheck, (check(raw.stagnation_new())), objectMeta)
-end
-
--- What the module does once the Rust side has registered `metas`.
-local function finish()
-  bindIngest()
-  bindStagnation()
-end
-
-return M, metas, seedLog, finish
+return M, metas, seedLog

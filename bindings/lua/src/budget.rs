@@ -59,9 +59,11 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         let core_config = BudgetConfig::from_json(&opts.json)?;
         let handle = Handle::new(BudgetBreaker::with_clock(core_config, clock)?);
         add_listeners(lua, &handle, opts.listeners)?;
+        // Whether it may have Lua listeners, for its cell (see capi.rs).
+        let listened = handle.listeners.any();
         let ud = object(lua, handle)?;
-        // The address of the object's Rust value, for the C function `ingest` (see capi.rs):
-        // mlua keeps the value in place until it drops it.
+        // The address of the object's Rust value, for its cell (`new_cell` in capi.rs): mlua
+        // keeps the value in place until it drops it.
         let address = {
             let handle = ud
                 .borrow::<Handle<BudgetBreaker>>()
@@ -72,7 +74,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
                     .cast(),
             )
         };
-        ret(lua, (ud, address))
+        ret(lua, (ud, address, listened))
     })?;
     // The halt table (`halt, nil`) or the error text (`nil, text`) that the C function `ingest`
     // left (see `stash`).

@@ -126,18 +126,22 @@ unsafe extern "C-unwind" fn proxy_gc(state: *mut ffi::lua_State) -> c_int {
     }
 }
 
-/// `set_listened(proxy)`: marks a proxy of `new_proxy` as a breaker that may have Lua listeners
-/// (the Lua side calls it for CircuitBreakers only).
+/// `set_listened(proxy or cell)`: marks a proxy of `new_proxy` or a cell of `new_cell` as that
+/// of a breaker that may have Lua listeners.
 pub(crate) fn set_listened_function(lua: &Lua) -> mlua::Result<Function> {
     // SAFETY: `set_listened` is a Lua C function that keeps to the C API's rules (see there).
     unsafe { lua.create_c_function(set_listened) }
 }
 
 unsafe extern "C-unwind" fn set_listened(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: see `proxy_at`; only the byte is written.
+    // SAFETY: see `proxy_at` and `cell_at`; only the byte is written.
     unsafe {
         if let Some(proxy) = proxy_at(state, 1) {
             (*proxy).listened = 1;
+        } else if let Some(cell) = cell_at::<BudgetBreaker>(state, 1) {
+            (*cell).listened = 1;
+        } else if let Some(cell) = cell_at::<StagnationBreaker>(state, 1) {
+            (*cell).listened = 1;
         }
         0
     }
@@ -411,12 +415,15 @@ unsafe fn walk_event(state: *mut ffi::lua_State, event: c_int, slots: c_int) -> 
         let mut kind = None;
         ffi::lua_pushnil(state);
         while ffi::lua_next(state, event) != 0 {
-            if ffi::lua_type(state, key) != ffi::LUA_TSTRING || !plain_value(state, value, 1) {
+            let value_type = ffi::lua_type(state, value);
+            if ffi::lua_type(state, key) != ffi::LUA_TSTRING
+                || !plain_typed(state, value, value_type, 1)
+            {
                 return None;
             }
             let slot = match string_bytes(state, key) {
                 b"type" => {
-                    if ffi::lua_type(state, value) == ffi::LUA_TSTRING {
+                    if value_type == ffi::LUA_TSTRING {
                         kind = match string_bytes(state, value) {
                             b"tool_use" => Some(true),
                             b"assistant" => Some(false),
@@ -431,8 +438,7 @@ unsafe fn walk_event(state: *mut ffi::lua_State, event: c_int, slots: c_int) -> 
                 _ => None,
             };
             if let Some(slot) = slot {
-                ffi::lua_pushvalue(state, value);
-                ffi::lua_replace(state, slot);
+                ffi::lua_copy(state, value, slot);
             }
             ffi::lua_settop(state, key);
         }
@@ -487,63 +493,171 @@ unsafe extern "C-unwind" fn plain_event(state: *mut ffi::lua_State) -> c_int {
     }
 }
 
-/// `bind_ingest(addresses, slow, take_pending, sample)`: the `BudgetBreaker.ingest` method, a C
-/// function with the first three and the metatable of `sample` (a BudgetBreaker: the metatable
-/// of them all) as upvalues (see [`ingest`]).
+/// A BudgetBreaker's or StagnationBreaker's cell: a userdata block of the Lua state's, made by
+/// `new_cell` with each breaker and kept by object in a weak table of the Lua side's, which the
+/// hot paths read (`ingest`, `record_progress`, `stagnation_check`); emptied by its `__gc`
+/// (`cell_gc`).
+#[repr(C)]
+struct Cell<T> {
+    /// The kind's [`CellKind::MAGIC`]: the block is a cell of this kind (`cell_at` checks it).
+    magic: u64,
+    /// 1 when the breaker may have Lua listeners, else 0: set at the start when it has some and
+    /// by `set_listened`, which the Lua side calls with every listener added.
+    listened: u8,
+    /// The core breaker, a reference of the cell's own to it (`Arc::into_raw`); null once the
+    /// cell's `__gc` has released it (a finalizer of the program's can still reach a breaker
+    /// after that; the hot paths then take the slow methods, which report it).
+    core: *const T,
+}
+
+/// The breakers that have cells.
+trait CellKind: Sized {
+    const MAGIC: u64;
+}
+impl CellKind for BudgetBreaker {
+    const MAGIC: u64 = 0x6162_6365_6c6c_6262; // "abcellbb"
+}
+impl CellKind for StagnationBreaker {
+    const MAGIC: u64 = 0x6162_6365_6c6c_7362; // "abcellsb"
+}
+
+/// `new_budget_cell(address, listened)` / `new_stagnation_cell(address, listened)`: the cell of
+/// the breaker whose Rust value is at `address` (the light userdata `budget_new` or
+/// `stagnation_new` returned with the object, which the caller holds); nothing for anything else.
+pub(crate) fn new_budget_cell_function(lua: &Lua) -> mlua::Result<Function> {
+    // SAFETY: `new_cell` is a Lua C function that keeps to the C API's rules (see there).
+    unsafe { lua.create_c_function(new_cell::<BudgetBreaker>) }
+}
+
+/// See [`new_budget_cell_function`].
+pub(crate) fn new_stagnation_cell_function(lua: &Lua) -> mlua::Result<Function> {
+    // SAFETY: `new_cell` is a Lua C function that keeps to the C API's rules (see there).
+    unsafe { lua.create_c_function(new_cell::<StagnationBreaker>) }
+}
+
+unsafe extern "C-unwind" fn new_cell<T: CellKind>(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: `state` is the state calling this C function, with room for its minimum stack
+    // (this uses four slots). The address is that of the Rust value of an object the caller
+    // holds (see above), kept in place while it does. The block is written whole, with the
+    // reference taken, before anything can raise an error: should a later call raise Lua's
+    // out-of-memory error, the block is already a cell and its `__gc` releases the reference
+    // (its metatable is set last, with the `__gc` in it, as Lua 5.4 wants).
+    unsafe {
+        ffi::lua_settop(state, 2);
+        let handle = ffi::lua_touserdata(state, 1).cast_const().cast::<Handle<T>>();
+        if ffi::lua_type(state, 1) != ffi::LUA_TLIGHTUSERDATA || handle.is_null() {
+            return 0;
+        }
+        let listened = ffi::lua_toboolean(state, 2) != 0;
+        let cell = ffi::lua_newuserdata(state, size_of::<Cell<T>>()).cast::<Cell<T>>();
+        cell.write(Cell {
+            magic: T::MAGIC,
+            listened: u8::from(listened),
+            core: Arc::into_raw(Arc::clone(&(*handle).core)),
+        });
+        ffi::lua_createtable(state, 0, 1);
+        ffi::lua_pushcfunction(state, cell_gc::<T>);
+        ffi::lua_setfield(state, -2, c"__gc".as_ptr());
+        ffi::lua_setmetatable(state, -2);
+        1
+    }
+}
+
+/// The cell of kind `T` at `index`, if the value there is one.
+unsafe fn cell_at<T: CellKind>(state: *mut ffi::lua_State, index: c_int) -> Option<*mut Cell<T>> {
+    // SAFETY: a full userdata's block has `lua_rawlen` bytes; one of a cell's size starting
+    // with the kind's magic number is such a cell (`new_cell` makes them; mlua's userdata begin
+    // with a Rust value of theirs, never that number).
+    unsafe {
+        if ffi::lua_type(state, index) != ffi::LUA_TUSERDATA
+            || ffi::lua_rawlen(state, index) != size_of::<Cell<T>>()
+        {
+            return None;
+        }
+        let cell = ffi::lua_touserdata(state, index).cast::<Cell<T>>();
+        ((*cell).magic == T::MAGIC).then_some(cell)
+    }
+}
+
+/// A cell's `__gc`: releases its reference to the core breaker (see [`Cell::core`]).
+unsafe extern "C-unwind" fn cell_gc<T: CellKind>(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: see `cell_at`; the pointer came from `Arc::into_raw` and is released once (it is
+    // nulled first). Dropping the last reference drops the core breaker, whose Lua listeners it
+    // holds only as registry keys (dropping one only marks it for expiry). A panic is caught:
+    // nothing can be reported from a finalizer.
+    unsafe {
+        if let Some(cell) = cell_at::<T>(state, 1) {
+            let core = std::mem::replace(&mut (*cell).core, std::ptr::null());
+            if !core.is_null() {
+                let _ = catch_unwind(AssertUnwindSafe(|| drop(Arc::from_raw(core))));
+            }
+        }
+        0
+    }
+}
+
+/// The core breaker of the cell found under the object at slot 1 in the table at `addresses`,
+/// when the call can go straight into the core: the object has a cell of kind `T`, which still
+/// holds its reference, and the breaker has no Lua listeners (no listener context to enter).
+/// Pushes one value (the cell, or nil), within the stack space the caller checked.
+unsafe fn own_core<'a, T: CellKind>(
+    state: *mut ffi::lua_State,
+    addresses: c_int,
+) -> Option<&'a T> {
+    // SAFETY: the cell stays on the stack (pushed here) for the rest of the call, and with it
+    // its reference to the core breaker, which only its `__gc` releases. Only shared references
+    // to the core breaker are made.
+    unsafe {
+        ffi::lua_pushvalue(state, 1);
+        ffi::lua_rawget(state, addresses);
+        let cell = ffi::lua_touserdata(state, -1).cast::<Cell<T>>();
+        if cell.is_null() || (*cell).magic != T::MAGIC || (*cell).listened != 0 {
+            return None;
+        }
+        (*cell).core.as_ref()
+    }
+}
+
+/// `bind_ingest(cells, slow, take_pending)`: the `BudgetBreaker.ingest` method, a C function
+/// with the three as upvalues (see [`ingest`]).
 pub(crate) fn bind_ingest_function(lua: &Lua) -> mlua::Result<Function> {
     // SAFETY: `bind_ingest` is a Lua C function that keeps to the C API's rules (see there).
     unsafe { lua.create_c_function(bind_ingest) }
 }
 
 unsafe extern "C-unwind" fn bind_ingest(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: `state` is the state calling this C function; `lua_pushcclosure` takes the four
+    // SAFETY: `state` is the state calling this C function; `lua_pushcclosure` takes the three
     // values as upvalues (it may raise Lua's out-of-memory error; nothing here needs dropping).
     unsafe {
-        ffi::lua_settop(state, 4);
-        if ffi::lua_getmetatable(state, 4) == 0 {
-            ffi::lua_pushnil(state);
-        }
-        ffi::lua_replace(state, 4);
-        ffi::lua_pushcclosure(state, ingest, 4);
+        ffi::lua_settop(state, 3);
+        ffi::lua_pushcclosure(state, ingest, 3);
         1
     }
 }
 
-/// `bb:ingest(event)` with upvalues `addresses` (the address of each BudgetBreaker's Rust value
-/// as a light userdata, by object, weakly: see `budget_new`), `slow` (the Lua method that takes
-/// every other case), `take_pending` (see [`crate::budget::stash`]) and the BudgetBreakers'
-/// metatable (see [`alive`]).
+/// `bb:ingest(event)` with upvalues `cells` (each BudgetBreaker's cell, by object, weakly: see
+/// [`Cell`]), `slow` (the Lua method that takes every other case) and `take_pending` (see
+/// [`crate::budget::stash`]).
 ///
 /// The hot path whole in one C function: a BudgetBreaker without Lua listeners (no listener
 /// context to enter) given a plain event ingests it straight into the core. Anything else goes to
 /// `slow`, before anything happened. A halt or an error of the core is left with
 /// [`crate::budget::stash`] and `take_pending` makes it the halt table or the error raised.
 unsafe extern "C-unwind" fn ingest(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: `state` is the state calling this C function. Slot 3 holds the light userdata
-    // that `budget_new` made from the object in slot 1: the address of the object's Rust value,
-    // which mlua keeps in place until it drops it, which `alive` rules out (the binding never
-    // takes or destroys an object itself); slot 1 keeps the object from being collected during
-    // the call. Nothing but shared references to it are made (the binding never borrows a Handle
-    // mutably). The Rust work runs with no C API call in between and every Rust value it makes
-    // is dropped or moved into the stash before the next C API call that may raise a Lua error
-    // (`lua_call`, `lua_error`), so no error skips a drop. A panic is caught and becomes an
-    // INTERNAL error, as in every raw function.
+    // SAFETY: `state` is the state calling this C function, with the stack space checked first.
+    // See `own_core` (slot 3 keeps the cell, and so the core breaker). The Rust work runs with
+    // no C API call in between and every Rust value it makes is dropped or moved into the stash
+    // before the next C API call that may raise a Lua error (`lua_call`, `lua_error`), so no
+    // error skips a drop. A panic is caught and becomes an INTERNAL error, as in every raw
+    // function.
     unsafe {
         ffi::lua_settop(state, 2); // self, event
         if ffi::lua_checkstack(state, 4 + WALK_STACK) == 0 {
             return ingest_slow(state);
         }
-        ffi::lua_pushvalue(state, 1);
-        ffi::lua_rawget(state, ffi::lua_upvalueindex(1));
-        let handle = ffi::lua_touserdata(state, 3)
-            .cast_const()
-            .cast::<Handle<BudgetBreaker>>();
-        if handle.is_null()
-            || !alive(state, 1, ffi::lua_upvalueindex(4))
-            || (*handle).listeners.any()
-        {
+        let Some(breaker) = own_core::<BudgetBreaker>(state, ffi::lua_upvalueindex(1)) else {
             return ingest_slow(state);
-        }
+        };
         ffi::lua_settop(state, 6); // nil in the three slots of the walk
         let Some(plain) = walk_event(state, 2, 4) else {
             return ingest_slow(state);
@@ -551,7 +665,7 @@ unsafe extern "C-unwind" fn ingest(state: *mut ffi::lua_State) -> c_int {
         let payload = string_bytes(state, plain.payload);
         let task_id = plain.task_id.map(|slot| string_bytes(state, slot));
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            budget::ingest_plain(&(*handle).core, plain.tool_use, payload, task_id)
+            budget::ingest_plain(breaker, plain.tool_use, payload, task_id)
         }))
         .unwrap_or_else(|panic| {
             Err(Error::Internal(format!(
@@ -587,12 +701,11 @@ unsafe fn ingest_slow(state: *mut ffi::lua_State) -> c_int {
     }
 }
 
-/// `bind_stagnation(addresses, slow_record, slow_check, sample, result_meta)`: the
-/// `StagnationBreaker.recordProgress` and `.check` methods, C functions with upvalues
-/// `addresses` (the address of each StagnationBreaker's Rust value as a light userdata, by
-/// object, weakly: see `stagnation_new`), the Lua method that takes every other case (`slow_record`
-/// or `slow_check`), the metatable of `sample` (a StagnationBreaker: the metatable of them all,
-/// see [`alive`]) and `result_meta` (the metatable of the module's result tables).
+/// `bind_stagnation(cells, slow_record, slow_check, result_meta)`: the
+/// `StagnationBreaker.recordProgress` and `.check` methods, C functions with upvalues `cells`
+/// (each StagnationBreaker's cell, by object, weakly: see [`Cell`]), the Lua method that takes
+/// every other case (`slow_record` or `slow_check`) and `result_meta` (the metatable of the
+/// module's result tables).
 pub(crate) fn bind_stagnation_function(lua: &Lua) -> mlua::Result<Function> {
     // SAFETY: `bind_stagnation` is a Lua C function that keeps to the C API's rules (see there).
     unsafe { lua.create_c_function(bind_stagnation) }
@@ -600,14 +713,10 @@ pub(crate) fn bind_stagnation_function(lua: &Lua) -> mlua::Result<Function> {
 
 unsafe extern "C-unwind" fn bind_stagnation(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: `state` is the state calling this C function, with room for its minimum stack
-    // (this uses at most eleven slots); `lua_pushcclosure` takes the values as upvalues (it may
+    // (this uses at most ten slots); `lua_pushcclosure` takes the values as upvalues (it may
     // raise Lua's out-of-memory error; nothing here needs dropping).
     unsafe {
-        ffi::lua_settop(state, 5);
-        if ffi::lua_getmetatable(state, 4) == 0 {
-            ffi::lua_pushnil(state);
-        }
-        ffi::lua_replace(state, 4);
+        ffi::lua_settop(state, 4);
         for (function, slow) in [
             (record_progress as ffi::lua_CFunction, 2),
             (stagnation_check, 3),
@@ -615,44 +724,16 @@ unsafe extern "C-unwind" fn bind_stagnation(state: *mut ffi::lua_State) -> c_int
             ffi::lua_pushvalue(state, 1);
             ffi::lua_pushvalue(state, slow);
             ffi::lua_pushvalue(state, 4);
-            ffi::lua_pushvalue(state, 5);
-            ffi::lua_pushcclosure(state, function, 4);
+            ffi::lua_pushcclosure(state, function, 3);
         }
         2
     }
 }
 
 /// The upvalues of [`record_progress`] and [`stagnation_check`].
-const ADDRESSES: c_int = 1;
+const CELLS: c_int = 1;
 const SLOW: c_int = 2;
-const TYPE_META: c_int = 3;
-const RESULT_META: c_int = 4;
-
-/// The StagnationBreaker at slot 1 when the call can go straight into the core: it is one (its
-/// address is known and it still holds its Rust value) without Lua listeners (no listener
-/// context to enter). Pushes one value (its address, or nil), within the stack space the
-/// caller checked.
-unsafe fn own_stagnation<'a>(state: *mut ffi::lua_State) -> Option<&'a StagnationBreaker> {
-    // SAFETY: `state` is the running state of `record_progress` or `stagnation_check`. The
-    // light userdata is the one `stagnation_new` made from the object in slot 1: the address of
-    // the object's Rust value, which mlua keeps in place until it drops it, which `alive` rules
-    // out (the binding never takes or destroys an object itself); slot 1 keeps the object from
-    // being collected during the call. Only shared references to it are made.
-    unsafe {
-        ffi::lua_pushvalue(state, 1);
-        ffi::lua_rawget(state, ffi::lua_upvalueindex(ADDRESSES));
-        let handle = ffi::lua_touserdata(state, -1)
-            .cast_const()
-            .cast::<Handle<StagnationBreaker>>();
-        if handle.is_null()
-            || !alive(state, 1, ffi::lua_upvalueindex(TYPE_META))
-            || (*handle).listeners.any()
-        {
-            return None;
-        }
-        Some(&(*handle).core)
-    }
-}
+const RESULT_META: c_int = 3;
 
 /// `slow(...)` with the call's `arguments` (slots 1 to `arguments`), its `results` returned.
 unsafe fn call_slow(state: *mut ffi::lua_State, arguments: c_int, results: c_int) -> c_int {
@@ -698,7 +779,7 @@ unsafe fn count_at(state: *mut ffi::lua_State, index: c_int) -> Option<u64> {
 /// what is wrong.
 unsafe extern "C-unwind" fn record_progress(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: `state` is the state calling this C function; the stack space used (five slots)
-    // is checked first. See `own_stagnation` and `call_slow`. The walk raises no error
+    // is checked first. See `own_core` and `call_slow`. The walk raises no error
     // (`lua_next` on a table nothing modifies meanwhile; strings read only when they are
     // strings). The Rust work runs with no C API call in between; a panic is caught and raised
     // as an INTERNAL error (`raise`).
@@ -707,7 +788,8 @@ unsafe extern "C-unwind" fn record_progress(state: *mut ffi::lua_State) -> c_int
         if ffi::lua_checkstack(state, 5) == 0 {
             return call_slow(state, 2, 0);
         }
-        let Some(breaker) = own_stagnation(state) else {
+        let Some(breaker) = own_core::<StagnationBreaker>(state, ffi::lua_upvalueindex(CELLS))
+        else {
             return call_slow(state, 2, 0);
         };
         if ffi::lua_type(state, 2) != ffi::LUA_TTABLE || has_metatable(state, 2) {
@@ -752,7 +834,7 @@ unsafe extern "C-unwind" fn record_progress(state: *mut ffi::lua_State) -> c_int
 /// goes to the slow method.
 unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: `state` is the state calling this C function; the stack space used (five slots)
-    // is checked first. See `own_stagnation`, `call_slow` and `push_text`: the decision's reason
+    // is checked first. See `own_core`, `call_slow` and `push_text`: the decision's reason
     // is on the Lua stack (or dropped) before any C API call that may raise an error
     // (`lua_createtable`, `lua_setfield` on a new table, `lua_pushstring`: out of memory). A
     // panic is caught and raised as an INTERNAL error (`raise`).
@@ -761,7 +843,8 @@ unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_in
         if ffi::lua_checkstack(state, 5) == 0 {
             return call_slow(state, 1, 1);
         }
-        let Some(breaker) = own_stagnation(state) else {
+        let Some(breaker) = own_core::<StagnationBreaker>(state, ffi::lua_upvalueindex(CELLS))
+        else {
             return call_slow(state, 1, 1);
         };
         let decision = match catch_unwind(AssertUnwindSafe(|| breaker.check())) {
@@ -803,8 +886,19 @@ fn state_name(state: State) -> &'static std::ffi::CStr {
 /// Whether the value at (absolute) index `index`, `depth` levels down, certainly converts.
 unsafe fn plain_value(state: *mut ffi::lua_State, index: c_int, depth: usize) -> bool {
     // SAFETY: see `walk_event`.
+    unsafe { plain_typed(state, index, ffi::lua_type(state, index), depth) }
+}
+
+/// [`plain_value`] of a value of the type `value_type` (the caller read it).
+unsafe fn plain_typed(
+    state: *mut ffi::lua_State,
+    index: c_int,
+    value_type: c_int,
+    depth: usize,
+) -> bool {
+    // SAFETY: see `walk_event`.
     unsafe {
-        match ffi::lua_type(state, index) {
+        match value_type {
             ffi::LUA_TNIL | ffi::LUA_TBOOLEAN | ffi::LUA_TSTRING => true,
             ffi::LUA_TLIGHTUSERDATA => ffi::lua_touserdata(state, index).is_null(),
             ffi::LUA_TNUMBER => ffi::lua_tonumber(state, index).is_finite(),
@@ -853,22 +947,6 @@ unsafe fn plain_table(state: *mut ffi::lua_State, table: c_int, depth: usize) ->
         }
         // Named keys only (an object), or exactly 1..n (a list; the keys are distinct).
         !(named && indexed > 0) && last == indexed
-    }
-}
-
-/// Whether the mlua object at `index` still holds its Rust value: whether its metatable is
-/// still the one of its type (`type_meta`; tables compared by address). When mlua drops the value (its `__gc`), it gives the
-/// object another metatable; the object can still be reached after that when a finalizer of the
-/// program's brings it back.
-unsafe fn alive(state: *mut ffi::lua_State, index: c_int, type_meta: c_int) -> bool {
-    // SAFETY: `lua_getmetatable` pushes at most one value (within the caller's checked space).
-    unsafe {
-        if ffi::lua_getmetatable(state, index) == 0 {
-            return false;
-        }
-        let same = ffi::lua_topointer(state, -1) == ffi::lua_topointer(state, type_meta);
-        ffi::lua_settop(state, -2);
-        same
     }
 }
 

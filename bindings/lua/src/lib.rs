@@ -419,6 +419,8 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
     raw.raw_set("bind_ingest", capi::bind_ingest_function(lua)?)?;
     raw.raw_set("bind_breaker", capi::bind_breaker_function(lua)?)?;
     raw.raw_set("bind_stagnation", capi::bind_stagnation_function(lua)?)?;
+    raw.raw_set("new_budget_cell", capi::new_budget_cell_function(lua)?)?;
+    raw.raw_set("new_stagnation_cell", capi::new_stagnation_cell_function(lua)?)?;
     clock::export_all(lua, &raw)?;
     failure::export_all(lua, &raw)?;
     stagnation::export_all(lua, &raw)?;
@@ -430,13 +432,11 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
         .load(PRELUDE)
         .set_name("=agentbreaker.lua")
         .into_function()?;
-    let (module, metas, seed_log, finish): (Table, Table, Function, Function) =
-        prelude.call(raw)?;
+    let (module, metas, seed_log): (Table, Table, Function) = prelude.call(raw)?;
     for pair in metas.pairs::<String, Table>() {
         let (class, meta) = pair?;
         lua.set_named_registry_value(&meta_key(&class), meta)?;
     }
-    finish.call::<()>(())?;
     lua.set_named_registry_value(failure::SEED_LOG_KEY, seed_log)?;
     lua.set_named_registry_value(MODULE_KEY, &module)?;
     Ok(module)

@@ -52,9 +52,11 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         let core_config = StagnationConfig::from_json(&opts.json)?;
         let handle = Handle::new(StagnationBreaker::with_clock(core_config, clock)?);
         add_listeners(lua, &handle, opts.listeners)?;
+        // Whether it may have Lua listeners, for its cell (see capi.rs).
+        let listened = handle.listeners.any();
         let ud = object(lua, handle)?;
-        // The address of the object's Rust value, for the C functions `record_progress` and
-        // `stagnation_check` (see capi.rs): mlua keeps the value in place until it drops it.
+        // The address of the object's Rust value, for its cell (`new_cell` in capi.rs): mlua
+        // keeps the value in place until it drops it.
         let address = {
             let handle = ud
                 .borrow::<Handle<StagnationBreaker>>()
@@ -65,7 +67,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
                     .cast(),
             )
         };
-        ret(lua, (ud, address))
+        ret(lua, (ud, address, listened))
     })?;
     export(
         lua,
