@@ -197,6 +197,18 @@ cases[#cases + 1] = {
     ours:ingest(tagged)
     peer:ingest(tagged)
     expectSame("tool calls of t2", ours:snapshot().tasks[2].toolCalls, peer:toolCalls("t2"))
+    -- Both refuse what has no JSON form, inside the input too, and count nothing for it (and
+    -- both take a table with a metatable, read raw).
+    for _, input in ipairs({ { f = print }, { limit = 0 / 0 }, { "a", key = "b" }, { [1] = "a", [3] = "c" },
+      setmetatable({ n = 1 }, {}) }) do
+      local bad = { type = "tool_use", name = "Read", taskId = "t2", input = input }
+      local okOurs, errOurs = pcall(ours.ingest, ours, bad)
+      local okPeer, errPeer = pcall(peer.ingest, peer, bad)
+      expectSame("refused", okOurs, okPeer)
+      expectSame("error code", tostring(errOurs):match("^%u[%u_]*"), tostring(errPeer):match("^%u[%u_]*"))
+    end
+    expectSame("tool calls of t2 after the refusals", 2, peer:toolCalls("t2"))
+    expectSame("tool calls of t2 after the refusals", ours:snapshot().tasks[2].toolCalls, peer:toolCalls("t2"))
   end,
   make = function(impl)
     local bb = impl == "ours" and ab.BudgetBreaker.new(BUDGET) or peers.BudgetPeer.new(BUDGET)
@@ -279,8 +291,10 @@ for _, case in ipairs(cases) do
       ours_ns = oursNs,
       peer = case.peer,
       peer_ns = peerNs,
-      min_ratio = case.min_ratio,
-      note = jit and "LuaJIT compiles the pure-Lua peer; calls into a C module stay interpreted" or nil,
+      -- The goals are on Lua 5.4 (issue 9); the LuaJIT rows are for the record.
+      min_ratio = not jit and case.min_ratio or nil,
+      note = jit and ("for the record, no goal: LuaJIT compiles the pure-Lua peer; calls into a C module "
+        .. "stay interpreted") or nil,
     }
     print(("%-70s ours %9.1f ns   peer %9.1f ns   ratio %.2f"):format(row.operation, oursNs, peerNs,
       peerNs / oursNs))

@@ -11,7 +11,10 @@
 --   reasons; check() returns a new {allowContinue, state, reason} table.
 -- - BudgetPeer:ingest(event) validates the event as the core does for the kinds measured
 --   (a table with a string `type`; `tool_use` needs a string `name`; `assistant` a string `text`;
---   `taskId` nil or a string of 1..256 bytes), attributes it (its taskId, else the top of the
+--   `taskId` nil or a string of 1..256 bytes; and, as for every event the module takes, string
+--   keys and values that have a JSON form: no functions, userdata or threads, no NaN or
+--   infinities, tables (read raw) that are objects or 1..n lists, so that `input = {f = print}`
+--   is refused as agentbreaker refuses it), attributes it (its taskId, else the top of the
 --   stack, else the implicit "session" task, opened on first use), refreshes the task's idle
 --   timer, and then: tool_use counts one tool call and halts above maxToolCallsPerTask;
 --   assistant keeps the last loopWindow outputs as whitespace-token sets (at most
@@ -158,6 +161,44 @@ function BudgetPeer.new(config)
   }, BudgetPeer)
 end
 
+-- Whether the scalar `v` of type `t` has a JSON form (tables: jsonTable).
+local function jsonScalar(v, t)
+  if t == "string" or t == "boolean" then
+    return true
+  end
+  return t == "number" and v == v and v ~= huge and v ~= -huge
+end
+
+-- Whether the table `v` has a JSON form (see the header): an object or a 1..n list of values
+-- that have one.
+local function jsonTable(v, depth)
+  if depth > 64 then
+    return false
+  end
+  local named, count, last = false, 0, 0
+  for k, x in next, v do
+    if type(k) == "string" then
+      named = true
+    elseif type(k) == "number" and k >= 1 and k % 1 == 0 then
+      count = count + 1
+      if k > last then
+        last = k
+      end
+    else
+      return false
+    end
+    local t = type(x)
+    if t == "table" then
+      if not jsonTable(x, depth + 1) then
+        return false
+      end
+    elseif not jsonScalar(x, t) then
+      return false
+    end
+  end
+  return not (named and count > 0) and last == count
+end
+
 local function tokenSet(text, max)
   local set, n = {}, 0
   for token in gmatch(text, "%S+") do
@@ -194,6 +235,12 @@ function BudgetPeer:ingest(event)
   local kind = event.type
   if type(kind) ~= "string" then
     error("INVALID_EVENT: an event needs a string type", 0)
+  end
+  for k, v in next, event do
+    local t = type(v)
+    if type(k) ~= "string" or not (t == "table" and jsonTable(v, 1) or t ~= "table" and jsonScalar(v, t)) then
+      error("INVALID_EVENT: an event must be a JSON object", 0)
+    end
   end
   local taskId = event.taskId
   if taskId ~= nil and (type(taskId) ~= "string" or #taskId == 0 or #taskId > 256) then

@@ -143,7 +143,7 @@ describe("CircuitBreaker, seed 004 compatibility", function()
       calls[#calls + 1] = "recordSuccess"
       return originals[1](self)
     end
-    function ab.CircuitBreaker:shouldAllowOperation()
+    ab.CircuitBreaker.shouldAllowOperation = function(_)
       calls[#calls + 1] = "shouldAllowOperation"
       return false, "patched"
     end
@@ -172,8 +172,7 @@ describe("CircuitBreaker, seed 004 compatibility", function()
     do
       local cb = quietBreaker()
       cb:recordSuccess()
-      local holder = finalizer({ cb = cb }, function() back = cb end)
-      holder = nil
+      finalizer({ cb = cb }, function() back = cb end) -- (the holder is garbage at once)
     end
     collect()
     collect()

@@ -170,9 +170,10 @@ async function main() {
   const direct = await measure(['oursDirect', 'miniDirect'])
   const alone = await measure(['stagnation', 'budgetIngest', 'analyze4k'])
   const rows = [
+    // The goal (issue 9) is against opossum's fire() as users get it: its defaults, below. This
+    // row, opossum without its timeout, is for the record (docs/benchmarks.md).
     row('guarded call: await breaker.call(noop)', guarded.oursCall, 'opossum', guarded.opossumFire, {
-      min_ratio: 5,
-      note: `opossum 10 fire() with timeout: false (ours has no timeout); ${note}`,
+      note: `for the record, no goal: opossum 10 fire() with timeout: false (ours has no timeout); ${note}`,
     }),
     row('guarded call: await breaker.call(noop)', guarded.oursCall, 'opossum (defaults)', guarded.opossumDefaultFire, {
       min_ratio: 5,

@@ -544,7 +544,9 @@ unsafe extern "C-unwind" fn new_cell<T: CellKind>(state: *mut ffi::lua_State) ->
     // (its metatable is set last, with the `__gc` in it, as Lua 5.4 wants).
     unsafe {
         ffi::lua_settop(state, 2);
-        let handle = ffi::lua_touserdata(state, 1).cast_const().cast::<Handle<T>>();
+        let handle = ffi::lua_touserdata(state, 1)
+            .cast_const()
+            .cast::<Handle<T>>();
         if ffi::lua_type(state, 1) != ffi::LUA_TLIGHTUSERDATA || handle.is_null() {
             return 0;
         }
@@ -600,10 +602,7 @@ unsafe extern "C-unwind" fn cell_gc<T: CellKind>(state: *mut ffi::lua_State) -> 
 /// when the call can go straight into the core: the object has a cell of kind `T`, which still
 /// holds its reference, and the breaker has no Lua listeners (no listener context to enter).
 /// Pushes one value (the cell, or nil), within the stack space the caller checked.
-unsafe fn own_core<'a, T: CellKind>(
-    state: *mut ffi::lua_State,
-    addresses: c_int,
-) -> Option<&'a T> {
+unsafe fn own_core<'a, T: CellKind>(state: *mut ffi::lua_State, addresses: c_int) -> Option<&'a T> {
     // SAFETY: the cell stays on the stack (pushed here) for the rest of the call, and with it
     // its reference to the core breaker, which only its `__gc` releases. Only shared references
     // to the core breaker are made.

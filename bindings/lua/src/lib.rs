@@ -420,7 +420,10 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
     raw.raw_set("bind_breaker", capi::bind_breaker_function(lua)?)?;
     raw.raw_set("bind_stagnation", capi::bind_stagnation_function(lua)?)?;
     raw.raw_set("new_budget_cell", capi::new_budget_cell_function(lua)?)?;
-    raw.raw_set("new_stagnation_cell", capi::new_stagnation_cell_function(lua)?)?;
+    raw.raw_set(
+        "new_stagnation_cell",
+        capi::new_stagnation_cell_function(lua)?,
+    )?;
     clock::export_all(lua, &raw)?;
     failure::export_all(lua, &raw)?;
     stagnation::export_all(lua, &raw)?;
