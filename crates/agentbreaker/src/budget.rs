@@ -1859,4 +1859,66 @@ mod tests {
                 "stack": ["t1"], "ignoredEvents": 1})
         );
     }
+
+    #[test]
+    fn events_by_parts_are_ingested_as_the_same_events() {
+        let c = config(json!({"maxToolCallsPerTask": 3, "loopWindow": 3,
+            "maxTaskDurationSecs": 100}));
+        let (by_parts, parts_clock) = breaker(c.clone());
+        let (by_events, events_clock) = breaker(c);
+        by_parts.ingest(&heartbeat("job", "starting")).unwrap();
+        by_events.ingest(&heartbeat("job", "starting")).unwrap();
+        let texts = [
+            "fix the parser",
+            "fix the parser",
+            "fix the parser",
+            "run the tests",
+        ];
+        let mut halts = 0;
+        for i in 0..12_u64 {
+            parts_clock.set(i * 1000);
+            events_clock.set(i * 1000);
+            let task = if i % 4 == 0 { Some("side") } else { None };
+            let text = texts[(i / 2 % 4) as usize];
+            let (a, b) = if i % 2 == 0 {
+                (
+                    by_parts.ingest_tool_use(task),
+                    by_events.ingest(&tool(task)),
+                )
+            } else {
+                let mut event = json!({"type": "assistant", "text": text});
+                if let Some(t) = task {
+                    event["taskId"] = json!(t);
+                }
+                (
+                    by_parts.ingest_assistant(text, task),
+                    by_events.ingest(&event),
+                )
+            };
+            let (a, b) = (a.unwrap(), b.unwrap());
+            halts += usize::from(a.is_some());
+            assert_eq!(a, b, "event {i}");
+            assert_eq!(by_parts.snapshot(), by_events.snapshot(), "after event {i}");
+        }
+        assert_eq!(halts, 1, "the three same outputs halt the job");
+    }
+
+    #[test]
+    fn events_by_parts_check_the_task_id_as_events_do() {
+        let (b, _) = breaker(BudgetConfig::default());
+        let long = "t".repeat(MAX_TASK_ID_BYTES + 1);
+        for bad in ["", long.as_str()] {
+            let from_json = b.ingest(&tool(Some(bad))).unwrap_err();
+            for err in [
+                b.ingest_tool_use(Some(bad)).unwrap_err(),
+                b.ingest_assistant("hello", Some(bad)).unwrap_err(),
+            ] {
+                assert_eq!(err.code(), "INVALID_EVENT");
+                assert_eq!(err.to_string(), from_json.to_string());
+            }
+        }
+        let longest = "t".repeat(MAX_TASK_ID_BYTES);
+        assert_eq!(b.ingest_tool_use(Some(&longest)).unwrap(), None);
+        assert!(b.snapshot().tasks.iter().all(|t| t.task_id == longest));
+    }
 }
