@@ -4,13 +4,22 @@
 //! (raised by a function they call, or the C API's own out-of-memory error) can skip the drop of
 //! a Rust value, nor can a panic cross them.
 //!
-//! - `new_proxy(mt, listened)`: a new userdata with `mt` as its own metatable. A CircuitBreaker
+//! The hot paths never touch an mlua object: each breaker has a block of its own (a userdata
+//! made here) holding a reference to its core breaker (`Arc::into_raw`, released by the block's
+//! `__gc`) and a byte saying whether it may have Lua listeners. A call reads that block, so it
+//! needs no address lookup and no check that mlua still holds the object's value; a block whose
+//! `__gc` ran (a finalizer of the program's can bring it back) has a null reference and the call
+//! goes the slow way, which reports it.
+//!
+//! - `new_proxy(mt, listened)`: a new [`Proxy`] with `mt` as its own metatable. A CircuitBreaker
 //!   is such a proxy of its Rust object, so that its `__index` can be a table of methods (a
 //!   metamethod function on every method call costs more than the rest of the call) while its
-//!   fields are still read from its own breaker. Its one byte says whether the breaker may have
-//!   Lua listeners (`set_listened`).
+//!   fields are still read from its own breaker.
 //! - `bind_breaker(...)`: a CircuitBreaker's own `recordSuccess` and `shouldAllowOperation`,
 //!   which take the common case from the Lua stack straight into the core.
+//! - `new_budget_cell` / `new_stagnation_cell`: the [`Cell`] of a BudgetBreaker or
+//!   StagnationBreaker, kept by object in a weak table of the Lua side's; `set_listened` marks a
+//!   proxy or a cell when a listener is added.
 //! - `plain_event(event)`: the quick look at an event that lets `ingest` skip the JSON
 //!   conversion. Through mlua's safe API every string or table met on the walk becomes a
 //!   reference slot (made and freed again, several hundred instructions each), and a walk in Lua
@@ -19,6 +28,8 @@
 //! - `bind_ingest(...)`: `BudgetBreaker.ingest` itself, which takes the common case (a plain
 //!   event, a breaker without Lua listeners) from the Lua stack straight into the core: an mlua
 //!   function on the way would cost as much again as the peer's whole `ingest`.
+//! - `bind_stagnation(...)`: `StagnationBreaker.recordProgress` (a plain metrics table) and
+//!   `.check` (its result table built here), the same way.
 
 #![allow(unsafe_code)]
 
