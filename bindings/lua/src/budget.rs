@@ -3,12 +3,12 @@
 use std::cell::RefCell;
 
 use agentbreaker::{AgentEvent, BudgetBreaker, BudgetConfig, Error, Halt, SystemClock};
-use mlua::{BString, LightUserData, Lua, Table, Value};
+use mlua::{BString, Lua, Table, Value};
 
 use crate::convert::{self, Ctx};
 use crate::{
     Class, FastSelf, Handle, add_listeners, core, event_source, export, export_fast,
-    export_listener_methods, fast_self, object, options, ret, ret_json, this,
+    export_listener_methods, fast_self, hot_object, options, ret_json, this,
 };
 
 impl Class for BudgetBreaker {
@@ -59,22 +59,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         let core_config = BudgetConfig::from_json(&opts.json)?;
         let handle = Handle::new(BudgetBreaker::with_clock(core_config, clock)?);
         add_listeners(lua, &handle, opts.listeners)?;
-        // Whether it may have Lua listeners, for its cell (see capi.rs).
-        let listened = handle.listeners.any();
-        let ud = object(lua, handle)?;
-        // The address of the object's Rust value, for its cell (`new_cell` in capi.rs): mlua
-        // keeps the value in place until it drops it.
-        let address = {
-            let handle = ud
-                .borrow::<Handle<BudgetBreaker>>()
-                .map_err(convert::lua_error)?;
-            LightUserData(
-                std::ptr::from_ref::<Handle<BudgetBreaker>>(&handle)
-                    .cast_mut()
-                    .cast(),
-            )
-        };
-        ret(lua, (ud, address, listened))
+        hot_object(lua, handle)
     })?;
     // The halt table (`halt, nil`) or the error text (`nil, text`) that the C function `ingest`
     // left (see `stash`).

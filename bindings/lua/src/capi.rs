@@ -43,7 +43,7 @@ use agentbreaker::{
 };
 use mlua::{Function, Lua, ffi};
 
-use crate::{Handle, budget, panic_text};
+use crate::{Handle, budget, convert, panic_text};
 
 /// Deepest nesting looked into (deeper values are left to the full conversion).
 const PLAIN_DEPTH: usize = 16;
@@ -758,8 +758,9 @@ unsafe fn call_slow(state: *mut ffi::lua_State, arguments: c_int, results: c_int
     }
 }
 
-/// A count of the hot path (as `convert::count_or_zero` reads one): `agentbreaker.null` is 0,
-/// a whole number >= 0 below 2^64 is itself; anything else is `None`.
+/// A count of the hot path, read as `convert::count_or_zero` reads one: `agentbreaker.null` is
+/// 0, a whole number >= 0 below 2^64 is itself (numbers as the JSON conversion reads them);
+/// anything else is `None`.
 unsafe fn count_at(state: *mut ffi::lua_State, index: c_int) -> Option<u64> {
     // SAFETY: the value's type is checked before it is read; nothing is converted in place.
     unsafe {
@@ -773,9 +774,7 @@ unsafe fn count_at(state: *mut ffi::lua_State, index: c_int) -> Option<u64> {
                     return u64::try_from(ffi::lua_tointegerx(state, index, std::ptr::null_mut()))
                         .ok();
                 }
-                let n = ffi::lua_tonumber(state, index);
-                (n.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&n))
-                    .then_some(n as u64)
+                convert::number(ffi::lua_tonumber(state, index)).and_then(|n| n.as_u64())
             }
             _ => None,
         }

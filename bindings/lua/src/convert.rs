@@ -144,7 +144,7 @@ fn convert(
 }
 
 /// A finite Lua float as a JSON number: whole numbers become integers.
-fn number(n: f64) -> Option<Json> {
+pub(crate) fn number(n: f64) -> Option<Json> {
     if !n.is_finite() {
         return None;
     }

@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 
 use agentbreaker::{Error, FailureBreaker, FailureConfig, SystemClock};
-use mlua::{Function, LightUserData, Lua, Table, Value};
+use mlua::{Function, Lua, Table, Value};
 use serde_json::{Value as Json, json};
 
 use crate::convert::{self, Ctx, lua_error};
 use crate::{
     Class, FastSelf, Handle, add_listeners, core, event_source, export, export_fast,
-    export_listener_methods, fast_self, none, object, options, ret, ret_json, this,
+    export_listener_methods, fast_self, hot_object, none, options, ret, ret_json, this,
 };
 
 /// Registry name of the Lua side's default seed logger (print / warn).
@@ -106,20 +106,8 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
                 .add_seed_log(lua, log, threshold, |l| handle.core.add_listener(l))?;
         }
         add_listeners(lua, &handle, opts.listeners)?;
-        // Whether it may have Lua listeners (the seed's log line included), for its proxy.
-        let listened = handle.listeners.any();
-        let ud = object(lua, handle)?;
-        // The address of the object's Rust value, for the breaker's own methods in C (see
-        // capi.rs): mlua keeps the value in place until it drops it.
-        let address = {
-            let handle = ud.borrow::<Handle<FailureBreaker>>().map_err(lua_error)?;
-            LightUserData(
-                std::ptr::from_ref::<Handle<FailureBreaker>>(&handle)
-                    .cast_mut()
-                    .cast(),
-            )
-        };
-        ret(lua, (ud, address, listened))
+        // (Its Lua listeners include the seed's log line.)
+        hot_object(lua, handle)
     })?;
     export(lua, raw, "failure_record_success", |_, (s,): (Value,)| {
         core::<FailureBreaker>(&s, "recordSuccess")?.record_success();

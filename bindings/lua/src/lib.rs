@@ -46,6 +46,18 @@ const PRELUDE: &str = include_str!("agentbreaker.lua");
 /// What a raw function returns: its results, or an error that becomes `false, "CODE: message"`.
 pub(crate) type Out = Result<MultiValue, Error>;
 
+/// The work of raw function `name` with the Lua state marked as running (listeners the core
+/// calls during the operation find their functions in it), a panic caught as `INTERNAL`.
+fn guarded<T>(lua: &Lua, name: &str, work: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    let _active = listeners::enter(lua);
+    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        Err(Error::Internal(format!(
+            "panic in {name}: {}",
+            panic_text(&*panic)
+        )))
+    })
+}
+
 /// Registers a raw function under `name`: runs `f` inside a panic boundary (a panic is
 /// `INTERNAL`) and returns `true, results...` or `false, "CODE: message"`. The arguments are
 /// `mlua::Value`s, whose conversion never fails, so mlua itself never raises for bad input.
@@ -55,14 +67,7 @@ where
     F: Fn(&Lua, A) -> Out + 'static,
 {
     let function = lua.create_function(move |lua, args: A| {
-        // Listeners the core calls during the operation find their functions in this state.
-        let _active = listeners::enter(lua);
-        let outcome = catch_unwind(AssertUnwindSafe(|| f(lua, args))).unwrap_or_else(|panic| {
-            Err(Error::Internal(format!(
-                "panic in {name}: {}",
-                panic_text(&*panic)
-            )))
-        });
+        let outcome = guarded(lua, name, || f(lua, args));
         // Free the registry slots of listener functions dropped meanwhile (removed listeners,
         // collected objects), so that Lua can collect the functions.
         lua.expire_registry_values();
@@ -99,14 +104,7 @@ where
     F: Fn(&Lua, A) -> Result<R, Error> + 'static,
 {
     let function = lua.create_function(move |lua, args: A| {
-        // Listeners the core calls during the operation find their functions in this state.
-        let _active = listeners::enter(lua);
-        let outcome = catch_unwind(AssertUnwindSafe(|| f(lua, args))).unwrap_or_else(|panic| {
-            Err(Error::Internal(format!(
-                "panic in {name}: {}",
-                panic_text(&*panic)
-            )))
-        });
+        let outcome = guarded(lua, name, || f(lua, args));
         Ok(outcome.unwrap_or_else(|e| on_error(e.to_string())))
     })?;
     raw.raw_set(name, function)
@@ -223,6 +221,19 @@ pub(crate) fn core<T: Class>(value: &Value, method: &str) -> Result<Arc<T>, Erro
 /// A new Lua object of class `T`.
 pub(crate) fn object<T: Class>(lua: &Lua, handle: Handle<T>) -> Result<AnyUserData, Error> {
     lua.create_userdata(handle).map_err(lua_error)
+}
+
+/// A new breaker object that the hot paths in C (capi.rs) serve, as its constructor returns it:
+/// the object, the address of its Rust value (mlua keeps the value in place until it drops it)
+/// and whether it may have Lua listeners, for the breaker's proxy or cell.
+pub(crate) fn hot_object<T: Class>(lua: &Lua, handle: Handle<T>) -> Out {
+    let listened = handle.listeners.any();
+    let ud = object(lua, handle)?;
+    let address = {
+        let handle = ud.borrow::<Handle<T>>().map_err(lua_error)?;
+        mlua::LightUserData(std::ptr::from_ref::<Handle<T>>(&handle).cast_mut().cast())
+    };
+    ret(lua, (ud, address, listened))
 }
 
 /// `tostring(obj)`: `agentbreaker.Class(detail)`.

@@ -3,12 +3,12 @@
 use agentbreaker::{
     AgentStep, Error, IterationMetrics, StagnationBreaker, StagnationConfig, SystemClock,
 };
-use mlua::{LightUserData, Lua, Table, Value};
+use mlua::{Lua, Table, Value};
 
 use crate::convert::{self, Ctx, lua_type};
 use crate::{
     Class, FastSelf, Handle, add_listeners, core, event_source, export, export_fast,
-    export_listener_methods, fast_self, none, object, options, ret, ret_json, this,
+    export_listener_methods, fast_self, hot_object, none, options, ret_json, this,
 };
 
 impl Class for StagnationBreaker {
@@ -52,22 +52,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         let core_config = StagnationConfig::from_json(&opts.json)?;
         let handle = Handle::new(StagnationBreaker::with_clock(core_config, clock)?);
         add_listeners(lua, &handle, opts.listeners)?;
-        // Whether it may have Lua listeners, for its cell (see capi.rs).
-        let listened = handle.listeners.any();
-        let ud = object(lua, handle)?;
-        // The address of the object's Rust value, for its cell (`new_cell` in capi.rs): mlua
-        // keeps the value in place until it drops it.
-        let address = {
-            let handle = ud
-                .borrow::<Handle<StagnationBreaker>>()
-                .map_err(convert::lua_error)?;
-            LightUserData(
-                std::ptr::from_ref::<Handle<StagnationBreaker>>(&handle)
-                    .cast_mut()
-                    .cast(),
-            )
-        };
-        ret(lua, (ud, address, listened))
+        hot_object(lua, handle)
     })?;
     export(
         lua,

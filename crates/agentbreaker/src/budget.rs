@@ -721,26 +721,22 @@ impl BudgetBreaker {
     /// without building the event (the tool's name and input are not read); the `taskId` is
     /// checked as [`AgentEvent::from_json`] checks it.
     pub fn ingest_tool_use(&self, task_id: Option<&str>) -> Result<Option<Halt>> {
-        if let Some(id) = task_id {
-            AgentEvent::check_task_id(id)?;
-        }
-        self.ingest_view(View {
-            task_id,
-            kind: KindView::ToolUse,
-        })
+        self.ingest_parts(task_id, KindView::ToolUse)
     }
 
     /// [`ingest_event`](Self::ingest_event) of `{"type": "assistant", "text": text, "taskId":
     /// task_id}` without building the event; the `taskId` is checked as
     /// [`AgentEvent::from_json`] checks it.
     pub fn ingest_assistant(&self, text: &str, task_id: Option<&str>) -> Result<Option<Halt>> {
+        self.ingest_parts(task_id, KindView::Assistant(text))
+    }
+
+    /// An event by parts: its taskId checked, then ingested.
+    fn ingest_parts(&self, task_id: Option<&str>, kind: KindView<'_>) -> Result<Option<Halt>> {
         if let Some(id) = task_id {
             AgentEvent::check_task_id(id)?;
         }
-        self.ingest_view(View {
-            task_id,
-            kind: KindView::Assistant(text),
-        })
+        self.ingest_view(View { task_id, kind })
     }
 
     fn ingest_view(&self, event: View<'_>) -> Result<Option<Halt>> {

@@ -20,6 +20,8 @@ use agentbreaker::{
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+
+mod support;
 use serde_json::{Value, json};
 
 const TASKS: [&str; 3] = ["a", "b", "c"];
@@ -514,16 +516,9 @@ fn run(p: &Params, ops: &[Op], reached: &mut Reached) -> Result<(), TestCaseErro
     Ok(())
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: support::cases(256),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -538,38 +533,25 @@ proptest! {
 /// reopened after a halt all occur (fixed seed).
 #[test]
 fn generator_reaches_every_halt() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-
-    let mut runner = TestRunner::deterministic();
-    let strategy = (params(), prop::collection::vec(op(), 1..80));
     let mut total = Reached::default();
-    for _ in 0..200 {
-        let (p, ops) = strategy.new_tree(&mut runner).unwrap().current();
-        let mut r = Reached::default();
-        run(&p, &ops, &mut r).unwrap();
-        total.tool_halts += r.tool_halts;
-        total.spend_halts += r.spend_halts;
-        total.loop_halts += r.loop_halts;
-        total.duration_halts += r.duration_halts;
-        total.idle_halts += r.idle_halts;
-        total.session_halts += r.session_halts;
-        total.events_after_halt += r.events_after_halt;
-        total.reopened_after_halt += r.reopened_after_halt;
-    }
+    let strategy = (params(), prop::collection::vec(op(), 1..80));
+    support::sample(&strategy, 200, |(p, ops)| {
+        run(&p, &ops, &mut total).unwrap()
+    });
     eprintln!("{total:#?}");
-    for (what, n) in [
-        ("tool-call halts", total.tool_halts),
-        ("spend halts", total.spend_halts),
-        ("output-loop halts", total.loop_halts),
-        ("duration halts", total.duration_halts),
-        ("idle halts", total.idle_halts),
-        ("session halts", total.session_halts),
-        ("events after a halt", total.events_after_halt),
-        ("tasks reopened after a halt", total.reopened_after_halt),
-    ] {
-        assert!(n >= 10, "the generator reached {what} only {n} times");
-    }
+    support::assert_reached(
+        10,
+        [
+            ("tool-call halts", total.tool_halts),
+            ("spend halts", total.spend_halts),
+            ("output-loop halts", total.loop_halts),
+            ("duration halts", total.duration_halts),
+            ("idle halts", total.idle_halts),
+            ("session halts", total.session_halts),
+            ("events after a halt", total.events_after_halt),
+            ("tasks reopened after a halt", total.reopened_after_halt),
+        ],
+    );
 }
 
 /// The model against SPEC 4's worked example: the 51st tool call halts with `tool calls: 51 of

@@ -30,6 +30,8 @@ use agentbreaker::{
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
+mod support;
+
 const GRANTED: &str = "Circuit breaker testing - one operation allowed";
 const MORE: &str = "Circuit breaker testing - success will close, failure will re-open";
 const WAIT: &str = "Circuit breaker testing - waiting for the test operation's result";
@@ -643,16 +645,9 @@ fn run(p: &Params, ops: &[Op], reached: &mut Reached) -> Result<(), TestCaseErro
     Ok(())
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: support::cases(256),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -669,40 +664,26 @@ proptest! {
 /// calls and saturated counters (a fixed seed, so this is deterministic).
 #[test]
 fn generator_reaches_the_interesting_situations() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-
-    let mut runner = TestRunner::deterministic();
     let mut total = Reached::default();
     let strategy = (params(), prop::collection::vec(op(), 1..80));
-    for _ in 0..200 {
-        let (p, ops) = strategy.new_tree(&mut runner).unwrap().current();
-        let mut r = Reached::default();
-        run(&p, &ops, &mut r).unwrap();
-        total.trips += r.trips;
-        total.lost_permits += r.lost_permits;
-        total.regrants_after_timeout += r.regrants_after_timeout;
-        total.waits += r.waits;
-        total.late_results += r.late_results;
-        total.recoveries += r.recoveries;
-        total.reopenings += r.reopenings;
-        total.panics += r.panics;
-        total.saturated += r.saturated;
-    }
+    support::sample(&strategy, 200, |(p, ops)| {
+        run(&p, &ops, &mut total).unwrap()
+    });
     eprintln!("{total:#?}");
-    for (what, n) in [
-        ("trips", total.trips),
-        ("lost permits", total.lost_permits),
-        ("re-grants after a timeout", total.regrants_after_timeout),
-        ("refusals while probes are out", total.waits),
-        ("late results", total.late_results),
-        ("recoveries", total.recoveries),
-        ("reopenings", total.reopenings),
-        ("panicking calls", total.panics),
-        ("saturated counters", total.saturated),
-    ] {
-        assert!(n >= 10, "the generator reached {what} only {n} times");
-    }
+    support::assert_reached(
+        10,
+        [
+            ("trips", total.trips),
+            ("lost permits", total.lost_permits),
+            ("re-grants after a timeout", total.regrants_after_timeout),
+            ("refusals while probes are out", total.waits),
+            ("late results", total.late_results),
+            ("recoveries", total.recoveries),
+            ("reopenings", total.reopenings),
+            ("panicking calls", total.panics),
+            ("saturated counters", total.saturated),
+        ],
+    );
 }
 
 /// The model itself against SPEC 2's worked numbers (so a model bug cannot agree with a library

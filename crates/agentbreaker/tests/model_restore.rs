@@ -29,12 +29,7 @@ use agentbreaker::{
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(128)
-}
+mod support;
 
 /// A listener's view of a breaker.
 #[derive(Clone, Default)]
@@ -522,7 +517,7 @@ fn run_stagnation(
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: support::cases(128),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -549,29 +544,26 @@ proptest! {
 /// Both the exact case and each documented normalization are reached often (fixed seed).
 #[test]
 fn generators_reach_every_kind_of_copy() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-
-    let mut runner = TestRunner::deterministic();
     let mut f = FReached::default();
     let fs = (fconfig(), fprefix(), prop::collection::vec(fop(), 1..40));
+    support::sample(&fs, 150, |(c, p, q)| {
+        run_failure(c, &p, &q, &mut f).unwrap()
+    });
     let mut s = SReached::default();
     let ss = (sconfig(), sprefix(), prop::collection::vec(sop(), 1..40));
-    for _ in 0..150 {
-        let (c, p, q) = fs.new_tree(&mut runner).unwrap().current();
-        run_failure(c, &p, &q, &mut f).unwrap();
-        let (c, p, q) = ss.new_tree(&mut runner).unwrap().current();
-        run_stagnation(c, &p, &q, &mut s).unwrap();
-    }
+    support::sample(&ss, 150, |(c, p, q)| {
+        run_stagnation(c, &p, &q, &mut s).unwrap()
+    });
     eprintln!("{f:?}\n{s:?}");
-    for (what, n) in [
-        ("failure: copies of x as it is", f.as_is),
-        ("failure: HALF_OPEN normalized", f.normalized_half_open),
-        ("failure: identical-error run forgotten", f.forgotten_runs),
-        ("stagnation: copies of x as it is", s.as_is),
-        ("stagnation: HALF_OPEN normalized", s.normalized_half_open),
-        ("stagnation: recent steps forgotten", s.forgotten_steps),
-    ] {
-        assert!(n >= 10, "{what}: reached only {n} times");
-    }
+    support::assert_reached(
+        10,
+        [
+            ("failure: copies of x as it is", f.as_is),
+            ("failure: HALF_OPEN normalized", f.normalized_half_open),
+            ("failure: identical-error run forgotten", f.forgotten_runs),
+            ("stagnation: copies of x as it is", s.as_is),
+            ("stagnation: HALF_OPEN normalized", s.normalized_half_open),
+            ("stagnation: recent steps forgotten", s.forgotten_steps),
+        ],
+    );
 }

@@ -17,6 +17,8 @@ use agentbreaker::{IterationMetrics, ManualClock, StagnationBreaker, StagnationC
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
+mod support;
+
 const CAP: usize = 1024;
 /// Distinct error texts available: more than the cap.
 const POOL: usize = 1500;
@@ -241,13 +243,6 @@ fn run(
     Ok(())
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
-}
-
 fn thresholds() -> impl Strategy<Value = (u32, u32)> {
     (
         1u32..=5,
@@ -257,7 +252,7 @@ fn thresholds() -> impl Strategy<Value = (u32, u32)> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: cases(),
+        cases: support::cases(64),
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
@@ -275,31 +270,22 @@ proptest! {
 /// repeated error all occur (fixed seed).
 #[test]
 fn generator_reaches_eviction() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-
-    let mut runner = TestRunner::deterministic();
-    let strategy = (thresholds(), prop::collection::vec(op(), 1..40));
     let mut total = Reached::default();
-    for _ in 0..100 {
-        let ((a, b), ops) = strategy.new_tree(&mut runner).unwrap().current();
-        let mut r = Reached::default();
-        run(a, b, &ops, &mut r).unwrap();
-        total.evictions += r.evictions;
-        total.full_maps += r.full_maps;
-        total.opens_by_error += r.opens_by_error;
-        total.recounted_after_eviction += r.recounted_after_eviction;
-    }
+    let strategy = (thresholds(), prop::collection::vec(op(), 1..40));
+    support::sample(&strategy, 100, |((a, b), ops)| {
+        run(a, b, &ops, &mut total).unwrap();
+    });
     eprintln!("{total:#?}");
-    for (what, n) in [
-        ("evictions", total.evictions),
-        ("full maps", total.full_maps),
-        ("opens by a repeated error", total.opens_by_error),
-        (
-            "errors counted again after eviction",
-            total.recounted_after_eviction,
-        ),
-    ] {
-        assert!(n >= 10, "the generator reached {what} only {n} times");
-    }
+    support::assert_reached(
+        10,
+        [
+            ("evictions", total.evictions),
+            ("full maps", total.full_maps),
+            ("opens by a repeated error", total.opens_by_error),
+            (
+                "errors counted again after eviction",
+                total.recounted_after_eviction,
+            ),
+        ],
+    );
 }
