@@ -9,6 +9,12 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 export AGENTBREAKER_CONFORMANCE_DIR ?= $(CURDIR)/tests/conformance
 
+# Under CI (the variable `CI` set, as `make test-fresh` and CI runners do) every install proves
+# itself from empty caches: pip keeps no cache and each `npm ci` gets a new, throw-away one, so a
+# lock file or requirement that only a warm machine can satisfy fails here first (docs/toolchain.md).
+PIP_NO_CACHE := $(if $(CI),--no-cache-dir)
+NPM_CACHE = $(if $(CI),--cache "$$(mktemp -d)")
+
 # Each language surface adds its own targets in mk/<surface>.mk and appends them to these lists
 # (TEST_TARGETS += test-python, LINT_TARGETS += lint-python), so `make test` runs every surface
 # that exists.
@@ -19,7 +25,7 @@ BENCH_TARGETS :=
 # The short form of the reliability checks (fuzz runs, the kill test, concurrency, bad input).
 RELIABILITY_TARGETS :=
 
-.PHONY: all test lint lint-rust test-rust test-conformance-suite demo clean
+.PHONY: all test lint lint-rust test-rust test-conformance-suite demo clean test-fresh
 
 all: test
 
@@ -44,14 +50,34 @@ test-rust:
 ## The suite itself: well-formed and duplicate-free (schema + checker, with the checker's own
 ## tests), and every expected value checked (mutating any one makes the Rust runner fail).
 test-conformance-suite: $(VPY)
-	$(VPY) -m pytest -q tools/test_check_scenarios.py
+	$(VPY) -m pytest -q tools/test_check_scenarios.py tools/test_check_npm_lock.py
 	$(VPY) tools/check_scenarios.py
 	$(VPY) tools/mutate_scenarios.py
 
 $(VPY): tools/requirements.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -q -r tools/requirements.txt
+	$(VPY) -m pip install -q $(PIP_NO_CACHE) -r tools/requirements.txt
 	touch $(VPY)
+
+## CI on a fresh machine, repeatable here: a fresh clone of HEAD run by .ci/run with new, empty
+## HOME and CARGO_HOME folders, so nothing comes from ~/.cargo, ~/.npm, ~/.cache or an earlier
+## build; only the installed Rust toolchain (RUSTUP_HOME and rustup's proxies) is reused. The clone
+## and its log stay in FRESH_DIR (default: a new temporary folder). Commit first: it tests HEAD.
+## FRESH_COMMAND runs something else the same way: make test-fresh FRESH_COMMAND="make bench".
+FRESH_DIR ?=
+FRESH_COMMAND ?= bash .ci/run
+test-fresh:
+	@command -v rustup >/dev/null || { echo "test-fresh needs rustup on PATH"; exit 1; }
+	dir=$${FRESH_DIR:-$$(mktemp -d /tmp/agentbreaker-fresh.XXXXXX)}; \
+	rustup_home=$$(rustup show home); rustup_bin=$$(dirname "$$(command -v rustup)"); \
+	git clone -q --no-hardlinks $(CURDIR) $$dir/repo && mkdir -p $$dir/home $$dir/cargo && \
+	echo "== fresh clone of $$(git rev-parse --short HEAD) in $$dir/repo; log: $$dir/ci.log" && \
+	cd $$dir/repo && start=$$(date +%s) && \
+	env -i HOME=$$dir/home CARGO_HOME=$$dir/cargo RUSTUP_HOME=$$rustup_home \
+	  PATH=$$dir/cargo/bin:$$rustup_bin:/usr/bin:/bin CI=true LANG=C.UTF-8 \
+	  $(FRESH_COMMAND) > $$dir/ci.log 2>&1 && rc=0 || rc=$$?; \
+	echo "== $(FRESH_COMMAND) exited $$rc after $$(( $$(date +%s) - start )) s"; \
+	tail -n 5 $$dir/ci.log; exit $$rc
 
 ## The seeds' worked examples, replayed through the library's Rust API.
 demo:

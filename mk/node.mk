@@ -35,11 +35,14 @@ RELIABILITY_TARGETS += test-node-panic test-node-bad-input
 .PHONY: node test-node lint-node mutate-node node-test-panic test-node-panic test-node-bad-input \
   bench-node
 
-# npm ci only when package.json or the lock file changed. The lock file is written with
-# `npx -y npm@11.13.0 install --package-lock-only` (see TOOLCHAIN.md: npm 11.19 writes one that its
-# own `npm ci` rejects). --ignore-scripts: the build is the next, explicit step.
+# npm ci only when package.json or the lock file changed; under CI from an empty, throw-away cache
+# (NPM_CACHE), after checking that every lock entry has a version and a source (an entry without
+# one installs only from a warm cache). The lock file is written from an empty cache:
+#   rm package-lock.json && npm install --package-lock-only --ignore-scripts --cache "$(mktemp -d)"
+# --ignore-scripts: the build is the next, explicit step.
 $(NODE_MODULES_STAMP): node/package.json node/package-lock.json
-	cd node && npm ci --ignore-scripts --no-audit --no-fund
+	$(PYTHON) tools/check_npm_lock.py node/package-lock.json
+	cd node && npm ci --ignore-scripts --no-audit --no-fund $(NPM_CACHE)
 	touch $@
 
 ## The addon, and node/index.js + node/index.d.ts regenerated.

@@ -23,7 +23,7 @@ PY_TEST_VENV := $(PY_DIR)/.venv-test
 PY_DIST := $(PY_DIR)/dist
 PY_TEST_PY := $(PY_TEST_VENV)/bin/python
 PY_MYPY := $(PY_TEST_PY) -m mypy --cache-dir=$(PY_DIR)/.mypy_cache
-PY_PIP := -m pip install -q --disable-pip-version-check
+PY_PIP := -m pip install -q --disable-pip-version-check $(PIP_NO_CACHE)
 PY_PYTEST := -m pytest -q -p no:cacheprovider
 # The panic-boundary build and the benchmark build: their own wheels and environments.
 PY_PANIC_DIR := target/python/panic
