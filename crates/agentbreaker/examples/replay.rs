@@ -34,6 +34,13 @@ fn print_events(event: &Event) -> agentbreaker::ListenerResult {
             println!("[Circuit Breaker] {to}: {reason}")
         }
         Event::Halt { halt, .. } => println!("[Budget] halt: {}", halt.reason.message()),
+        Event::Verdict { verdict, .. } => {
+            println!(
+                "[Monitor] {}: {}",
+                verdict.action.as_str(),
+                verdict.message.as_deref().unwrap_or("")
+            )
+        }
     }
     Ok(())
 }

@@ -274,6 +274,7 @@ impl Loop {
                 Event::StateChange { .. } => Some(&self.stagnation.listeners),
                 Event::Halt { .. } => self.budget.as_ref().map(|b| &b.listeners),
                 Event::Warning { .. } => Some(&self.strategy.listeners),
+                Event::Verdict { .. } => None,
             };
             if let Some(listeners) = component {
                 listeners.enqueue([e.clone()]);

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde::Serialize;
 
 use crate::budget::Halt;
+use crate::monitor::Verdict;
 use crate::state::State;
 
 /// Something a breaker tells its listeners.
@@ -43,6 +44,14 @@ pub enum Event {
         /// The halt, as `ingest`/`tick` return it.
         halt: Halt,
         /// Clock time of the halt.
+        at_ms: u64,
+    },
+    /// A Monitor's warning or halt: the verdict's keys, beside `type` and `atMs`.
+    Verdict {
+        /// The verdict, as `observe`/`tick` return it.
+        #[serde(flatten)]
+        verdict: Verdict,
+        /// Clock time of the verdict.
         at_ms: u64,
     },
 }

@@ -151,6 +151,151 @@ fn template_token(token: &str) -> String {
     format!("{}<path>{}", &token[..start], &core_and_tail[core.len()..])
 }
 
+/// A streaming, normalizing hash of text for comparing steps: the same text up to whitespace and
+/// volatile tokens hashes the same. Whitespace runs count as one space (leading and trailing ones
+/// as none); a word (a run of ASCII letters, digits and `_`) that contains a digit and is all hex
+/// digits (`42`, `0x1f`, `550e8400`, `e29b`) becomes `#`, and in any other word each digit run
+/// becomes `#` (`line42` → `line#`). So numbers, ids, UUIDs, timestamps and `line:col` pairs do
+/// not tell two results apart — the classes of [`ErrorMatch::Normalized`], in one pass over the
+/// bytes and without allocating, which the Monitor needs on every tool result.
+#[derive(Clone)]
+pub struct NormalizedHasher {
+    hash: rustc_hash::FxHasher,
+    /// The current word's first bytes (a longer word is no id: it is written as it comes).
+    word: [u8; WORD_BUFFER],
+    word_len: usize,
+    word_has_digit: bool,
+    word_not_hex: bool,
+    /// Inside a long word, the last byte written was a digit run's `#`.
+    long_in_digits: bool,
+    pending_space: bool,
+    started: bool,
+}
+
+impl Default for NormalizedHasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for NormalizedHasher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NormalizedHasher").finish_non_exhaustive()
+    }
+}
+
+/// The longest word that may still be an id (a SHA-256 in hex is 64 digits).
+const WORD_BUFFER: usize = 64;
+
+impl NormalizedHasher {
+    /// A new hasher.
+    pub fn new() -> Self {
+        NormalizedHasher {
+            hash: rustc_hash::FxHasher::default(),
+            word: [0; WORD_BUFFER],
+            word_len: 0,
+            word_has_digit: false,
+            word_not_hex: false,
+            long_in_digits: false,
+            pending_space: false,
+            started: false,
+        }
+    }
+
+    /// Adds `text`; the result of several calls is that of their concatenation.
+    pub fn write_str(&mut self, text: &str) {
+        use std::hash::Hasher;
+        for &b in text.as_bytes() {
+            if b.is_ascii_alphanumeric() || b == b'_' {
+                if self.word_len == 0 && self.pending_space {
+                    self.hash.write_u8(b' ');
+                    self.pending_space = false;
+                }
+                if self.word_len < WORD_BUFFER {
+                    self.word[self.word_len] = b;
+                } else {
+                    if self.word_len == WORD_BUFFER {
+                        // Too long to be an id: what is buffered is written, digit runs as `#`.
+                        self.long_in_digits = false;
+                        for i in 0..WORD_BUFFER {
+                            self.write_word_byte(self.word[i]);
+                        }
+                    }
+                    self.write_word_byte(b);
+                }
+                self.word_len += 1;
+                self.word_has_digit |= b.is_ascii_digit();
+                self.word_not_hex |= !b.is_ascii_hexdigit();
+                continue;
+            }
+            self.end_word();
+            if crate::text::is_ascii_space(b) {
+                self.pending_space = self.started;
+                continue;
+            }
+            if self.pending_space {
+                self.hash.write_u8(b' ');
+                self.pending_space = false;
+            }
+            self.hash.write_u8(b);
+            self.started = true;
+        }
+    }
+
+    /// One byte of a word written with its digit runs replaced by `#`.
+    fn write_word_byte(&mut self, b: u8) {
+        use std::hash::Hasher;
+        if b.is_ascii_digit() {
+            if !self.long_in_digits {
+                self.hash.write_u8(b'#');
+            }
+            self.long_in_digits = true;
+        } else {
+            self.hash.write_u8(b);
+            self.long_in_digits = false;
+        }
+    }
+
+    fn end_word(&mut self) {
+        use std::hash::Hasher;
+        if self.word_len == 0 {
+            return;
+        }
+        if self.word_len <= WORD_BUFFER {
+            let word = &self.word[..self.word_len];
+            let prefixed_hex = word.len() > 2
+                && (word.starts_with(b"0x") || word.starts_with(b"0X"))
+                && word[2..].iter().all(u8::is_ascii_hexdigit);
+            if self.word_has_digit && (!self.word_not_hex || prefixed_hex) {
+                self.hash.write_u8(b'#');
+            } else {
+                self.long_in_digits = false;
+                for i in 0..self.word_len {
+                    self.write_word_byte(self.word[i]);
+                }
+            }
+        }
+        self.word_len = 0;
+        self.word_has_digit = false;
+        self.word_not_hex = false;
+        self.started = true;
+    }
+
+    /// The hash of everything written.
+    pub fn finish(mut self) -> u64 {
+        use std::hash::Hasher;
+        self.end_word();
+        self.hash.finish()
+    }
+}
+
+/// [`NormalizedHasher`] over one text.
+pub fn normalized_hash(text: &str) -> u64 {
+    let mut h = NormalizedHasher::new();
+    h.write_str(text);
+    h.finish()
+}
+
 /// The most distinct fingerprints an error-count map keeps (SPEC 6).
 pub const MAX_ERROR_KEYS: usize = 1024;
 
@@ -225,6 +370,38 @@ mod tests {
 
     fn t(s: &str) -> String {
         fingerprint(s, ErrorMatch::Template)
+    }
+
+    #[test]
+    fn normalized_hashes_ignore_whitespace_and_volatile_tokens() {
+        let h = normalized_hash;
+        assert_eq!(h("  a   b\n"), h("a b"));
+        assert_ne!(h("a b"), h("ab"));
+        assert_eq!(h("took 12ms at 10:42:07"), h("took 7ms at 11:03:59"));
+        assert_eq!(
+            h("id 550e8400-e29b-41d4-a716-446655440000 done"),
+            h("id 6fa459ea-ee8a-3ca4-894e-db77e160355e done")
+        );
+        assert_eq!(
+            h("commit deadbeef12 and 0x1F"),
+            h("commit 0123abcd99 and 0xff")
+        );
+        assert_eq!(h("line42 col7"), h("line9 col100"));
+        assert_eq!(h("File \"x.py\", line 12"), h("File \"x.py\", line 340"));
+        // Words without digits are kept, even when they are hex letters.
+        assert_ne!(h("add"), h("bad"));
+        assert_ne!(h("PASSED"), h("FAILED"));
+        assert_ne!(h("3 passed"), h("3 failed"));
+        // Long words: digit runs still collapse; the letters still count.
+        let long = |d: &str| format!("x{}y{d}z", "a".repeat(80));
+        assert_eq!(h(&long("1")), h(&long("9999")));
+        assert_ne!(h(&long("1")), h(&format!("x{}q1z", "a".repeat(80))));
+        // Pieces hash as their concatenation.
+        let mut parts = NormalizedHasher::new();
+        parts.write_str("pytest -q\n 3 fai");
+        parts.write_str("led in 0.4s");
+        assert_eq!(parts.finish(), h("pytest -q 3 failed in 0.9s"));
+        assert_ne!(h(""), h("x"));
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub mod events;
 pub mod failure;
 pub mod fingerprint;
 mod json;
+pub mod monitor;
 pub mod persist;
 pub mod profiles;
 pub mod stagnation;
@@ -62,6 +63,9 @@ pub use failure::{
     Permission, SeedLogLevel, seed_log_line,
 };
 pub use fingerprint::{ErrorMatch, fingerprint};
+pub use monitor::{
+    Monitor, MonitorConfig, MonitorEvent, MonitorEventKind, Rule, Verdict, VerdictAction,
+};
 pub use profiles::{PROFILE_NAMES, Profile, profile};
 pub use stagnation::{
     IterationMetrics, StagnationBreaker, StagnationConfig, StagnationDecision, StagnationSnapshot,

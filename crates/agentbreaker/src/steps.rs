@@ -91,15 +91,121 @@ impl StepRules {
 }
 
 /// A step as remembered: fingerprint hashes only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct StepRecord {
-    signature: u64,
-    failed: bool,
-    error: u64,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct StepRecord {
+    /// The hash of the step's action and result.
+    #[serde(with = "hex_u64")]
+    pub(crate) signature: u64,
+    pub(crate) failed: bool,
+    /// The hash of the failed result's error fingerprint (0 for a step that did not fail).
+    #[serde(with = "hex_u64")]
+    pub(crate) error: u64,
 }
 
-/// The recent steps of one breaker.
-#[derive(Debug, Clone, Default)]
+/// 64-bit hashes as 16 hex digits in JSON: a number above 2^53 would lose bits in JavaScript and
+/// LuaJIT, which carry snapshots as host values.
+pub(crate) mod hex_u64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{v:016x}"))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        if text.len() != 16 {
+            return Err(serde::de::Error::custom("a hash is 16 hex digits"));
+        }
+        u64::from_str_radix(&text, 16).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Lists of 64-bit hashes as lists of 16-hex-digit strings (see [`hex_u64`]).
+pub(crate) mod hex_u64_vec {
+    use serde::ser::SerializeSeq;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(v: &[u64], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(v.len()))?;
+        for h in v {
+            seq.serialize_element(&format!("{h:016x}"))?;
+        }
+        seq.end()
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+        let texts = Vec::<std::borrow::Cow<'de, str>>::deserialize(d)?;
+        texts
+            .iter()
+            .map(|t| {
+                if t.len() != 16 {
+                    return Err(serde::de::Error::custom("a hash is 16 hex digits"));
+                }
+                u64::from_str_radix(t, 16).map_err(serde::de::Error::custom)
+            })
+            .collect()
+    }
+}
+
+/// Which step rule fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepRule {
+    Repeat,
+    Cycle,
+    FailStreak,
+    FailWindow,
+}
+
+/// Where each step rule stands after a step: the counts the rules compare with their thresholds
+/// (the Monitor's warning ladder reads them too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct StepCounts {
+    /// The same step this many times in a row (0 when the last step differs from the one before).
+    pub(crate) repeat: u32,
+    /// The length of the cycle the last steps repeat (0 when none).
+    pub(crate) cycle_length: u32,
+    /// Complete rounds of that cycle in a row (0 when fewer than two).
+    pub(crate) cycle_repeats: u32,
+    /// Failed steps in a row with at most `failStreakDistinct` distinct errors.
+    pub(crate) fail_streak: u32,
+    /// The distinct errors of that streak.
+    pub(crate) fail_streak_distinct: u32,
+    /// Failed steps among the last `failWindow` steps since the last progress.
+    pub(crate) fail_window_failed: u32,
+    /// Steps since the last progress.
+    pub(crate) since_progress: u64,
+}
+
+impl StepCounts {
+    /// The failed steps the fail window needs: `failWindowPercent` of `failWindow`, rounded up.
+    pub(crate) fn fail_window_needed(rules: &StepRules) -> u32 {
+        (rules.fail_window * rules.fail_window_percent).div_ceil(100)
+    }
+
+    /// The first rule (in the order repeat, cycle, fail streak, fail window) whose count reached
+    /// its threshold.
+    pub(crate) fn fired(&self, rules: &StepRules) -> Option<StepRule> {
+        if rules.repeat > 0 && self.repeat >= rules.repeat {
+            Some(StepRule::Repeat)
+        } else if rules.cycle_repeats > 0 && self.cycle_repeats >= rules.cycle_repeats {
+            Some(StepRule::Cycle)
+        } else if rules.fail_streak > 0 && self.fail_streak >= rules.fail_streak {
+            Some(StepRule::FailStreak)
+        } else if rules.fail_window > 0
+            && self.since_progress >= u64::from(rules.fail_window)
+            && self.fail_window_failed >= Self::fail_window_needed(rules)
+        {
+            Some(StepRule::FailWindow)
+        } else {
+            None
+        }
+    }
+}
+
+/// The recent steps of one breaker (or one Monitor task).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct StepHistory {
     steps: VecDeque<StepRecord>,
     since_progress: u64,
@@ -121,20 +227,53 @@ impl StepHistory {
         error: Option<u64>,
         step: &AgentStep,
     ) -> Option<String> {
+        let counts = self.push(rules, signature, step.failed, error.unwrap_or(0));
+        counts.fired(rules).map(|rule| match rule {
+            StepRule::Repeat => format!(
+                "Same step repeated {} times: {}",
+                rules.repeat,
+                truncate(key_line(&step.action), 200)
+            ),
+            StepRule::Cycle => format!(
+                "A cycle of {} steps repeated {} times",
+                counts.cycle_length, rules.cycle_repeats
+            ),
+            StepRule::FailStreak => {
+                let distinct = self.distinct_errors(rules.fail_streak as usize);
+                format!(
+                    "{} failed steps in a row with {distinct} distinct error{}: \"{}\"",
+                    rules.fail_streak,
+                    if distinct == 1 { "" } else { "s" },
+                    truncate(key_line(&step.result), 200)
+                )
+            }
+            StepRule::FailWindow => format!(
+                "{} of the last {} steps failed without progress",
+                self.failed_in_last(rules.fail_window as usize),
+                rules.fail_window
+            ),
+        })
+    }
+
+    /// Records a step by its hashes and returns where every rule stands.
+    pub(crate) fn push(
+        &mut self,
+        rules: &StepRules,
+        signature: u64,
+        failed: bool,
+        error: u64,
+    ) -> StepCounts {
         let cap = rules.history_len();
         while self.steps.len() >= cap {
             self.steps.pop_front();
         }
         self.steps.push_back(StepRecord {
             signature,
-            failed: step.failed,
-            error: error.unwrap_or(0),
+            failed,
+            error: if failed { error } else { 0 },
         });
         self.since_progress = self.since_progress.saturating_add(1);
-        self.repeat(rules, step)
-            .or_else(|| self.cycle(rules))
-            .or_else(|| self.fail_streak(rules, step))
-            .or_else(|| self.fail_window(rules))
+        self.counts(rules)
     }
 
     /// Progress happened: the fail window starts again.
@@ -142,88 +281,114 @@ impl StepHistory {
         self.since_progress = 0;
     }
 
-    fn repeat(&self, rules: &StepRules, step: &AgentStep) -> Option<String> {
-        if rules.repeat == 0 {
-            return None;
+    /// Steps kept (for bounds checks of restored state).
+    pub(crate) fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Drops the oldest steps beyond what `rules` look at (a restored history under other rules).
+    pub(crate) fn fit(&mut self, rules: &StepRules) {
+        let cap = rules.history_len();
+        while self.steps.len() > cap {
+            self.steps.pop_front();
         }
-        let last = self.steps.back()?.signature;
+    }
+
+    /// Where every rule stands on the steps recorded so far.
+    pub(crate) fn counts(&self, rules: &StepRules) -> StepCounts {
+        let (cycle_length, cycle_repeats) = self.cycle(rules);
+        let (fail_streak, fail_streak_distinct) = self.fail_streak(rules);
+        let window = (rules.fail_window as usize).min(self.since_progress as usize);
+        StepCounts {
+            repeat: self.repeat(),
+            cycle_length,
+            cycle_repeats,
+            fail_streak,
+            fail_streak_distinct,
+            fail_window_failed: if rules.fail_window == 0 {
+                0
+            } else {
+                self.failed_in_last(window)
+            },
+            since_progress: self.since_progress,
+        }
+    }
+
+    fn repeat(&self) -> u32 {
+        let Some(last) = self.steps.back() else {
+            return 0;
+        };
         let run = self
             .steps
             .iter()
             .rev()
-            .take_while(|s| s.signature == last)
-            .count();
-        (run >= rules.repeat as usize).then(|| {
-            format!(
-                "Same step repeated {} times: {}",
-                rules.repeat,
-                truncate(key_line(&step.action), 200)
-            )
-        })
+            .take_while(|s| s.signature == last.signature)
+            .count() as u32;
+        if run >= 2 { run } else { 0 }
     }
 
-    fn cycle(&self, rules: &StepRules) -> Option<String> {
+    /// The cycle with the most complete rounds at the end of the history (the shortest such
+    /// length on a tie): (length, rounds), or (0, 0) when no cycle has two rounds.
+    fn cycle(&self, rules: &StepRules) -> (u32, u32) {
         if rules.cycle_repeats == 0 {
-            return None;
+            return (0, 0);
         }
-        let sigs: Vec<u64> = self.steps.iter().map(|s| s.signature).collect();
-        for period in 2..=rules.max_cycle as usize {
-            let n = period * rules.cycle_repeats as usize;
-            if sigs.len() < n {
-                break;
+        let n = self.steps.len();
+        let sig = |i: usize| self.steps[i].signature;
+        let mut best = (0, 0);
+        for period in 2..=(rules.max_cycle as usize).min(n / 2) {
+            // A cycle has at least two different steps (one step again and again is a repeat).
+            if (n - period..n).all(|i| sig(i) == sig(n - 1)) {
+                continue;
             }
-            let tail = &sigs[sigs.len() - n..];
-            let periodic = (0..n - period).all(|j| tail[j] == tail[j + period]);
-            // A cycle has at least two different steps (one step again and again is a repeat),
-            // and is not itself made of a shorter cycle (found at that shorter period already).
-            let distinct = tail[..period].iter().any(|&s| s != tail[0]);
-            if periodic && distinct {
-                return Some(format!(
-                    "A cycle of {period} steps repeated {} times",
-                    rules.cycle_repeats
-                ));
+            // The longest tail with this period.
+            let mut tail = period;
+            while tail < n && sig(n - 1 - tail) == sig(n - 1 - tail + period) {
+                tail += 1;
+            }
+            let rounds = (tail / period) as u32;
+            if rounds >= 2 && rounds > best.1 {
+                best = (period as u32, rounds);
             }
         }
-        None
+        best
     }
 
-    fn fail_streak(&self, rules: &StepRules, step: &AgentStep) -> Option<String> {
+    /// The failed steps in a row at the end with at most `failStreakDistinct` distinct errors,
+    /// and how many distinct errors they have.
+    fn fail_streak(&self, rules: &StepRules) -> (u32, u32) {
         if rules.fail_streak == 0 {
-            return None;
+            return (0, 0);
         }
-        let n = rules.fail_streak as usize;
-        let streak: Vec<u64> = self
+        let mut distinct: Vec<u64> = Vec::new();
+        let mut count = 0u32;
+        for s in self.steps.iter().rev().take_while(|s| s.failed) {
+            if !distinct.contains(&s.error) {
+                if distinct.len() >= rules.fail_distinct as usize {
+                    break;
+                }
+                distinct.push(s.error);
+            }
+            count += 1;
+        }
+        (count, distinct.len() as u32)
+    }
+
+    fn distinct_errors(&self, last: usize) -> usize {
+        let mut errors: Vec<u64> = self
             .steps
             .iter()
             .rev()
-            .take_while(|s| s.failed)
-            .take(n)
+            .take(last)
             .map(|s| s.error)
             .collect();
-        if streak.len() < n {
-            return None;
-        }
-        let mut distinct = streak.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        (distinct.len() <= rules.fail_distinct as usize).then(|| {
-            format!(
-                "{n} failed steps in a row with {} distinct error{}: \"{}\"",
-                distinct.len(),
-                if distinct.len() == 1 { "" } else { "s" },
-                truncate(key_line(&step.result), 200)
-            )
-        })
+        errors.sort_unstable();
+        errors.dedup();
+        errors.len()
     }
 
-    fn fail_window(&self, rules: &StepRules) -> Option<String> {
-        if rules.fail_window == 0 || self.since_progress < u64::from(rules.fail_window) {
-            return None;
-        }
-        let w = rules.fail_window as usize;
-        let failed = self.steps.iter().rev().take(w).filter(|s| s.failed).count();
-        (failed * 100 >= rules.fail_window_percent as usize * w)
-            .then(|| format!("{failed} of the last {w} steps failed without progress"))
+    fn failed_in_last(&self, w: usize) -> u32 {
+        self.steps.iter().rev().take(w).filter(|s| s.failed).count() as u32
     }
 }
 

@@ -148,7 +148,7 @@ fn trip_cycles_under_contention_count_every_transition_once() {
                     Event::Warning { .. } => {
                         warnings.fetch_add(1, Ordering::SeqCst);
                     }
-                    Event::Halt { .. } => unreachable!(),
+                    Event::Halt { .. } | Event::Verdict { .. } => unreachable!(),
                 }
                 Ok(())
             }));

@@ -387,7 +387,7 @@ fn state_path_that_becomes_unwritable_warns_and_keeps_working() {
                 assert!(message.starts_with(&prefix), "{message}");
                 "save failed".to_string()
             }
-            Event::Halt { .. } => unreachable!(),
+            Event::Halt { .. } | Event::Verdict { .. } => unreachable!(),
         })
         .collect();
     assert_eq!(

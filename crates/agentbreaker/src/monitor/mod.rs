@@ -1,0 +1,426 @@
+//! The Monitor (contract section 11): one agent watched event by event, every event answered with
+//! a verdict. It is the front door of the library: the CLI's `run`, `replay`, `hook` and `eval`,
+//! every binding and every framework integration feed it the same events and get the same
+//! decisions.
+//!
+//! It is built from the breakers' rules, per task:
+//! - the BudgetBreaker's (tool calls, spend, duration, idle, the output loop), plus per-tool
+//!   limits;
+//! - the StagnationBreaker's (no progress, the same error, output decline) and its step detectors
+//!   (repeated steps, cycles, fail streaks, the fail window), fed one **step** at a time: a model
+//!   call with the tool calls it made and their results;
+//! - the FailureBreaker's consecutive failures (a failed step is a failure, a step with a
+//!   successful result a success).
+//!
+//! Each count-based rule with threshold T warns when its count reaches T − `warnBefore` (once per
+//! episode) and halts at T; each budget warns once at `budgetWarnPercent` of its limit and halts
+//! past it. A halted task answers every later event with the same halt until `reset()`.
+//!
+//! ```
+//! use agentbreaker::{ManualClock, Monitor, MonitorConfig};
+//! use serde_json::json;
+//!
+//! let monitor = Monitor::with_clock(MonitorConfig::default(), ManualClock::shared(0)).unwrap();
+//! let mut last = None;
+//! for i in 0..5 {
+//!     monitor.observe(&json!({"type": "assistant", "text": "Let me run the tests."})).unwrap();
+//!     monitor.observe(&json!({"type": "tool_use", "name": "Bash", "id": format!("t{i}"),
+//!                              "input": {"command": "pytest -q"}})).unwrap();
+//!     last = Some(monitor.observe(&json!({"type": "tool_result", "id": format!("t{i}"),
+//!                                          "ok": false, "text": "1 failed"})).unwrap());
+//! }
+//! let verdict = last.unwrap();
+//! assert_eq!(verdict.reason.unwrap().slug(), "repeated_step");
+//! assert!(verdict.is_halt());
+//! ```
+
+mod config;
+mod event;
+mod task;
+mod verdict;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Mutex, MutexGuard};
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::budget::{Phase, SESSION_TASK};
+use crate::clock::{SharedClock, SystemClock};
+use crate::error::{Error, Result};
+use crate::events::{Event, Listeners};
+use crate::persist;
+
+pub use config::{DEFAULT_PROFILE, MAX_TOOL_LIMITS, MonitorConfig};
+pub use event::{MAX_NAME_BYTES, MonitorEvent, MonitorEventKind};
+pub use task::{MAX_DIGESTS, MAX_STEP_CALLS, MAX_TASK_ERRORS, MAX_TRACKED_TOOLS};
+pub use verdict::{Rule, Verdict, VerdictAction};
+
+use task::{Outcome, Task};
+
+/// The most tasks a Monitor keeps open at once (more is `INVALID_EVENT`: close tasks with a
+/// `done` heartbeat).
+pub const MAX_MONITOR_TASKS: usize = 4096;
+
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Inner {
+    /// Open tasks in the order they were opened.
+    tasks: Vec<Task>,
+    by_id: FxHashMap<String, usize>,
+    stack: Vec<String>,
+    ignored_events: u64,
+    last_event_at: Option<u64>,
+}
+
+impl Inner {
+    fn index(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    fn reindex(&mut self) {
+        self.by_id = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+    }
+
+    fn open(&mut self, id: &str, now: u64) -> usize {
+        match self.index(id) {
+            Some(i) => i,
+            None => {
+                self.tasks.push(Task::new(id, now));
+                let i = self.tasks.len() - 1;
+                self.by_id.insert(id.to_string(), i);
+                i
+            }
+        }
+    }
+
+    fn close(&mut self, id: &str) {
+        if let Some(i) = self.index(id) {
+            self.tasks.remove(i);
+            self.reindex();
+        }
+        self.stack.retain(|t| t != id);
+    }
+
+    fn idle_since(&self, task: &Task) -> u64 {
+        if task.id == SESSION_TASK {
+            self.last_event_at.unwrap_or(task.last_event_at)
+        } else {
+            task.last_event_at
+        }
+    }
+}
+
+/// Watches one agent (contract section 11). Every method takes `&self`; it is `Send + Sync`.
+pub struct Monitor {
+    config: MonitorConfig,
+    clock: SharedClock,
+    inner: Mutex<Inner>,
+    listeners: Listeners,
+}
+
+impl fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Monitor")
+            .field("profile", &self.config.profile)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The persistent form of a [`Monitor`] (`kind: "monitor"`, `version: 1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MonitorSnapshot {
+    version: u32,
+    kind: String,
+    tasks: Vec<Task>,
+    stack: Vec<String>,
+    ignored_events: u64,
+    last_event_at: Option<u64>,
+}
+
+impl Monitor {
+    /// A monitor on the system clock.
+    pub fn new(config: MonitorConfig) -> Result<Self> {
+        Self::with_clock(config, SystemClock::shared())
+    }
+
+    /// A monitor reading time from `clock`.
+    pub fn with_clock(config: MonitorConfig, clock: SharedClock) -> Result<Self> {
+        config.failure.validate()?;
+        config.stagnation.validate()?;
+        config.budget.validate()?;
+        Ok(Monitor {
+            config,
+            clock,
+            inner: Mutex::new(Inner::default()),
+            listeners: Listeners::default(),
+        })
+    }
+
+    /// A monitor from a JSON config (contract section 11's keys).
+    pub fn from_json(config: &Value, clock: SharedClock) -> Result<Self> {
+        Self::with_clock(MonitorConfig::from_json(config)?, clock)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MonitorConfig {
+        &self.config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Validates and observes one JSON event. A malformed event is `INVALID_EVENT` and changes
+    /// nothing.
+    pub fn observe(&self, event: &Value) -> Result<Verdict> {
+        let event = MonitorEvent::from_json(event)?;
+        self.observe_valid(&event)
+    }
+
+    /// Observes one typed event (checked as a JSON one would be).
+    pub fn observe_event(&self, event: &MonitorEvent<'_>) -> Result<Verdict> {
+        event.validate()?;
+        self.observe_valid(event)
+    }
+
+    fn observe_valid(&self, event: &MonitorEvent<'_>) -> Result<Verdict> {
+        let now = self.clock.now_ms();
+        let verdict = {
+            let mut inner = self.lock();
+            self.observe_locked(&mut inner, event, now)?
+        };
+        self.listeners.deliver();
+        Ok(verdict)
+    }
+
+    fn observe_locked(
+        &self,
+        inner: &mut Inner,
+        event: &MonitorEvent<'_>,
+        now: u64,
+    ) -> Result<Verdict> {
+        let c = &self.config;
+        let kind = &event.kind;
+        if let MonitorEventKind::Unknown = kind {
+            inner.ignored_events = inner.ignored_events.saturating_add(1);
+            return Ok(Verdict::proceed(None, 0));
+        }
+        if let MonitorEventKind::Heartbeat(Phase::Done | Phase::Error) = kind {
+            inner.last_event_at = Some(now);
+            let id = event.task_id.as_deref().unwrap_or(SESSION_TASK);
+            inner.close(id);
+            return Ok(Verdict::proceed(Some(id.to_string()), 0));
+        }
+        let id: String = match event.task_id.as_deref() {
+            Some(id) => id.to_string(),
+            None => inner
+                .stack
+                .last()
+                .cloned()
+                .unwrap_or_else(|| SESSION_TASK.to_string()),
+        };
+        if inner.index(&id).is_none() && inner.tasks.len() >= MAX_MONITOR_TASKS {
+            return Err(Error::event(format_args!(
+                "more than {MAX_MONITOR_TASKS} tasks would be open; close tasks with a done \
+                 heartbeat"
+            )));
+        }
+        let i = inner.open(&id, now);
+        if let MonitorEventKind::Heartbeat(Phase::Starting) = kind
+            && !inner.stack.contains(&id)
+        {
+            inner.stack.push(id.clone());
+        }
+        if let Some(halt) = &inner.tasks[i].halt {
+            return Ok(halt.clone());
+        }
+        inner.last_event_at = Some(now);
+        let task = &mut inner.tasks[i];
+        task.last_event_at = now;
+        let mut out = Outcome::default();
+        match kind {
+            MonitorEventKind::Assistant { text } => task.assistant(text, c, now, &mut out),
+            MonitorEventKind::ToolUse { name, input, id } => {
+                task.tool_use(name, input, id.as_deref(), c, now, &mut out)
+            }
+            MonitorEventKind::ToolResult { ok, text, id, name } => {
+                task.tool_result(*ok, text, id.as_deref(), name.as_deref(), c, now, &mut out)
+            }
+            MonitorEventKind::Usage {
+                model,
+                usage,
+                cost_cents,
+            } => task.usage(model.as_deref(), usage, *cost_cents, c, now, &mut out),
+            MonitorEventKind::Error { text, transient } => {
+                task.error(text, *transient, c, now, &mut out)
+            }
+            MonitorEventKind::Progress {
+                files,
+                tests_passing,
+                digest,
+            } => task.progress(*files, *tests_passing, digest.as_deref(), c, now, &mut out),
+            MonitorEventKind::Heartbeat(_) | MonitorEventKind::Alive => {
+                task.check_duration(c, now, &mut out)
+            }
+            MonitorEventKind::Unknown => {}
+        }
+        let step = task.step_number();
+        Ok(self.settle(task, out, step, now))
+    }
+
+    /// The verdict of an outcome: its halt (kept on the task), else its first warning, else
+    /// continue. Every warning and halt goes to the listeners.
+    fn settle(&self, task: &mut Task, out: Outcome, step: u64, now: u64) -> Verdict {
+        let events = out
+            .warnings
+            .iter()
+            .chain(out.halt.iter())
+            .map(|v| Event::Verdict {
+                verdict: v.clone(),
+                at_ms: now,
+            });
+        self.listeners.enqueue(events);
+        if let Some(halt) = out.halt {
+            task.halt = Some(halt.clone());
+            return halt;
+        }
+        out.warnings
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Verdict::proceed(Some(task.id.clone()), step))
+    }
+
+    /// Checks the duration and idle limits of every open task at the clock's now (call it about
+    /// once a second); returns the warnings and halts.
+    pub fn tick(&self) -> Vec<Verdict> {
+        let now = self.clock.now_ms();
+        let mut verdicts = Vec::new();
+        {
+            let mut guard = self.lock();
+            let inner = &mut *guard;
+            let idle: Vec<u64> = inner.tasks.iter().map(|t| inner.idle_since(t)).collect();
+            for (task, idle_since) in inner.tasks.iter_mut().zip(idle) {
+                if task.halt.is_some() {
+                    continue;
+                }
+                let mut out = Outcome::default();
+                task.check_duration(&self.config, now, &mut out);
+                if out.halt.is_none() {
+                    task.check_idle(&self.config, idle_since, now, &mut out);
+                }
+                let step = task.step_number();
+                let v = self.settle(task, out, step, now);
+                if v.action != VerdictAction::Continue {
+                    verdicts.push(v);
+                }
+            }
+        }
+        self.listeners.deliver();
+        verdicts
+    }
+
+    /// The live snapshot: per task its steps, tool calls (also per tool), spend, duration, idle
+    /// time, where each rule stands (`{count, threshold}` by slug) and its halt, if any.
+    pub fn status(&self) -> Value {
+        let now = self.clock.now_ms();
+        let inner = self.lock();
+        let tasks: Vec<Value> = inner
+            .tasks
+            .iter()
+            .map(|t| {
+                let rules: BTreeMap<&str, Value> = t
+                    .rule_counts(&self.config)
+                    .into_iter()
+                    .map(|(slug, (count, threshold))| {
+                        (slug, json!({"count": count, "threshold": threshold}))
+                    })
+                    .collect();
+                json!({
+                    "taskId": t.id,
+                    "steps": t.step_number(),
+                    "toolCalls": t.tool_calls,
+                    "toolCallsByName": t.per_tool,
+                    "spendCents": t.spend_cents,
+                    "durationSecs": now.saturating_sub(t.started_at) as f64 / 1000.0,
+                    "idleSecs": now.saturating_sub(inner.idle_since(t)) as f64 / 1000.0,
+                    "rules": rules,
+                    "halted": t.halt.is_some(),
+                    "halt": t.halt,
+                    "unpairedResults": t.unpaired_results,
+                })
+            })
+            .collect();
+        json!({
+            "profile": self.config.profile,
+            "tasks": tasks,
+            "stack": inner.stack,
+            "ignoredEvents": inner.ignored_events,
+        })
+    }
+
+    /// Everything needed to continue where this monitor is: a monitor restored from it and fed
+    /// the rest of a stream gives the verdicts this one would have given.
+    pub fn snapshot(&self) -> Value {
+        let inner = self.lock();
+        let snap = MonitorSnapshot {
+            version: 1,
+            kind: "monitor".into(),
+            tasks: inner.tasks.clone(),
+            stack: inner.stack.clone(),
+            ignored_events: inner.ignored_events,
+            last_event_at: inner.last_event_at,
+        };
+        serde_json::to_value(&snap).unwrap_or(Value::Null)
+    }
+
+    /// Replaces the state with a snapshot's. A malformed snapshot, one of another kind or
+    /// version, or one beyond the bounds a live monitor keeps is `INVALID_SNAPSHOT` and changes
+    /// nothing.
+    pub fn restore(&self, snapshot: &Value) -> Result<()> {
+        let snap = MonitorSnapshot::deserialize(snapshot)
+            .map_err(|e| Error::snapshot(format_args!("not a Monitor snapshot: {e}")))?;
+        persist::check_snapshot_header(snap.version, &snap.kind, "monitor")?;
+        let mut inner = Inner {
+            tasks: snap.tasks,
+            by_id: FxHashMap::default(),
+            stack: snap.stack,
+            ignored_events: snap.ignored_events,
+            last_event_at: snap.last_event_at,
+        };
+        if inner.tasks.len() > MAX_MONITOR_TASKS
+            || inner.stack.len() > MAX_MONITOR_TASKS
+            || !inner.tasks.iter().all(Task::within_bounds)
+        {
+            return Err(Error::snapshot(
+                "the snapshot holds more than a monitor keeps",
+            ));
+        }
+        inner.reindex();
+        if inner.by_id.len() != inner.tasks.len() {
+            return Err(Error::snapshot("the snapshot names a task twice"));
+        }
+        for t in &mut inner.tasks {
+            t.fit(&self.config);
+        }
+        *self.lock() = inner;
+        Ok(())
+    }
+
+    /// Forgets every task and counter; the configuration stays.
+    pub fn reset(&self) {
+        *self.lock() = Inner::default();
+    }
+
+    crate::events::listener_methods!("`verdict` (every warning and halt)");
+}
+
+#[cfg(test)]
+mod tests;
