@@ -15,6 +15,8 @@ has none), and the suite is checked for what a schema cannot see:
   * a file not at <subject>/<name>.json, where <subject> is the file's own "subject",
   * `at` or `repeat` written as a float (1.0) rather than an integer,
   * "steps": [] without "configError" (the scenario checks nothing),
+  * "$last_snapshot" (README, "Snapshots within a scenario") outside a restore step's
+    args.snapshot, or before any snapshot step,
   * the same file name in two directories,
   * two files with the same scenario (same subject, config, configError and steps once
     `description` and `spec` are dropped, defaults filled in and key order normalized),
@@ -53,7 +55,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = REPO_ROOT / "tests" / "conformance"
 ENV_VAR = "AGENTBREAKER_CONFORMANCE_DIR"
 
-SUBJECTS = ("failure", "stagnation", "budget", "analyzer", "fixPlan", "strategy", "loop", "env")
+SUBJECTS = ("failure", "stagnation", "budget", "analyzer", "fixPlan", "strategy", "loop", "env",
+            "monitor")
+LAST_SNAPSHOT = "$last_snapshot"
 FILE_NAME_RE = re.compile(r"^[a-z0-9_]+\.json$")
 SEMVER_RE = re.compile(r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 MAX_MESSAGE = 300
@@ -237,9 +241,13 @@ def data_problems(data):
     if steps == [] and "configError" not in data:
         problems.append("$.steps: scenario checks nothing (steps is [] and there is no configError)")
     if isinstance(steps, list):
+        snapshot_seen = False
         for i, step in enumerate(steps):
             if not isinstance(step, dict):
                 continue
+            problems.extend(last_snapshot_problems(step, i, snapshot_seen))
+            if step.get("op") == "snapshot":
+                snapshot_seen = True
             for key in ("at", "repeat"):
                 value = step.get(key)
                 if isinstance(value, float) and value.is_integer():
@@ -247,6 +255,31 @@ def data_problems(data):
                         "%s: %s must be written as an integer, not %r"
                         % (json_path(["steps", i, key]), key, value)
                     )
+    return problems
+
+
+def _placeholder_paths(value, path):
+    """Paths (lists of keys) under `value` whose value is the "$last_snapshot" placeholder."""
+    if value == LAST_SNAPSHOT:
+        yield path
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _placeholder_paths(v, path + [k])
+    elif isinstance(value, list):
+        for j, v in enumerate(value):
+            yield from _placeholder_paths(v, path + [j])
+
+
+def last_snapshot_problems(step, i, snapshot_seen):
+    """"$last_snapshot" only as a restore step's args.snapshot, after some snapshot step."""
+    problems = []
+    for path in _placeholder_paths(step, ["steps", i]):
+        where = json_path(path)
+        if path[2:] != ["args", "snapshot"] or step.get("op") != "restore":
+            problems.append("%s: %s is only allowed as a restore step's args.snapshot"
+                            % (where, LAST_SNAPSHOT))
+        elif not snapshot_seen:
+            problems.append("%s: %s before any snapshot step" % (where, LAST_SNAPSHOT))
     return problems
 
 

@@ -74,12 +74,34 @@ GOOD_BUDGET = {
     "steps": [{"at": 5000, "op": "tick", "expect": {"halts": []}}],
 }
 
+GOOD_MONITOR = {
+    "description": "a repeated failing step halts, and a restored snapshot halts the same way",
+    "subject": "monitor",
+    "config": {"profile": "seed", "stagnation": {"repeatThreshold": 2}, "warnBefore": 0},
+    "spec": "11",
+    "steps": [
+        {"op": "observe", "args": {"event": {"type": "tool_use", "name": "Bash"}}},
+        {"op": "observe", "args": {"event": {"type": "tool_result", "ok": False}}},
+        {"op": "snapshot", "expect": {"kind": "monitor"}},
+        {"op": "observe", "args": {"event": {"type": "tool_use", "name": "Bash"}}},
+        {"op": "observe", "args": {"event": {"type": "tool_result", "ok": False}},
+         "expect": {"action": "halt", "reason": "repeated_step"}},
+        {"op": "reset"},
+        {"op": "restore", "args": {"snapshot": "$last_snapshot"}},
+        {"op": "status", "expect": {"tasks": [{"steps": 1}]}},
+        {"op": "observe", "args": {"event": 42}, "expectError": "INVALID_EVENT"},
+        {"op": "tick", "expect": {"verdicts": []}},
+        {"op": "events", "expect": {"events": [{"type": "verdict", "action": "halt"}]}},
+    ],
+}
+
 GOOD_FILES = {
     "failure/opens_at_fifth_failure.json": GOOD_FAILURE,
     "strategy/composite_without_members.json": GOOD_STRATEGY_CONFIG_ERROR,
     "fixPlan/starts_at_first_step.json": GOOD_FIX_PLAN,
     "analyzer/empty_text.json": GOOD_ANALYZER,
     "budget/tick_without_tasks.json": GOOD_BUDGET,
+    "monitor/restore_after_snapshot.json": GOOD_MONITOR,
 }
 
 
@@ -180,6 +202,7 @@ class CheckerTest(unittest.TestCase):
             "fixPlan": ["shouldExit", "getStatus", "reset", "events"],
             "loop": ["observe", "getStatus", "reset", "events"],
             "env": ["configFromEnv"],
+            "monitor": ["observe", "tick", "status", "snapshot", "restore", "reset", "events"],
         }
         for subject, names in ops.items():
             steps = [{"op": name} for name in names]
@@ -274,6 +297,50 @@ class CheckerTest(unittest.TestCase):
                    step_scenario("failure", {"op": "metrics"}, "metrics in the wrong place"))
         self.assert_rejected("budget/a_failure_scenario.json", 'subject "failure"',
                              "expected failure/a_failure_scenario.json")
+
+    def test_monitor_op_of_another_subject(self):
+        self.write("monitor/ingest.json", step_scenario(
+            "monitor", {"op": "ingest", "args": {"event": {"type": "alive"}}}, "monitor ingest"))
+        self.assert_rejected("monitor/ingest.json",
+                             'op "ingest" is not allowed for subject "monitor"')
+
+    def test_monitor_status_takes_no_args(self):
+        self.write("monitor/status_args.json", step_scenario(
+            "monitor", {"op": "status", "args": {"taskId": "t1"}}, "status with args"))
+        self.assert_rejected("monitor/status_args.json", 'op "status" takes no args')
+
+    def test_monitor_config_error(self):
+        self.write("monitor/config_error.json", {
+            "description": "unknown profile", "subject": "monitor",
+            "config": {"profile": "fast"}, "configError": "INVALID_CONFIG", "steps": []})
+        self.assert_ok(len(GOOD_FILES) + 1)
+
+    def test_last_snapshot_before_any_snapshot(self):
+        data = json.loads(json.dumps(GOOD_MONITOR))
+        data["description"] = "restores before snapshotting"
+        data["steps"] = [data["steps"][6]] + data["steps"]
+        self.write("monitor/restore_first.json", data)
+        self.assert_rejected("monitor/restore_first.json", "$.steps[0].args.snapshot",
+                             "$last_snapshot before any snapshot step")
+
+    def test_last_snapshot_outside_restore(self):
+        self.write("monitor/placeholder_event.json", {
+            "description": "a placeholder as an event", "subject": "monitor",
+            "steps": [{"op": "snapshot"},
+                      {"op": "observe", "args": {"event": "$last_snapshot"}}]})
+        self.write("failure/placeholder_expect.json", {
+            "description": "a placeholder in an expectation", "subject": "failure",
+            "steps": [{"op": "snapshot", "expect": {"kind": "$last_snapshot"}}]})
+        out = self.assert_rejected("monitor/placeholder_event.json", "$.steps[1].args.event",
+                                   "only allowed as a restore step's args.snapshot")
+        self.assertIn("failure/placeholder_expect.json: $.steps[0].expect.kind", out)
+
+    def test_literal_snapshot_is_not_a_placeholder(self):
+        self.write("monitor/literal_restore.json", {
+            "description": "a literal snapshot", "subject": "monitor",
+            "steps": [{"op": "restore", "args": {"snapshot": "monitor"},
+                       "expectError": "INVALID_SNAPSHOT"}]})
+        self.assert_ok(len(GOOD_FILES) + 1)
 
     # -- further bad files
 

@@ -12,12 +12,16 @@ use std::sync::{Arc, Mutex};
 
 use agentbreaker::{
     AgentStep, BudgetBreaker, BudgetConfig, CallError, Error, ExitStrategy, FailureBreaker,
-    FailureConfig, IterationMetrics, Listener, Loop, LoopConfig, ManualClock, StagnationBreaker,
-    StagnationConfig, State, StrategyConfig, analyze, config_from_env,
+    FailureConfig, IterationMetrics, Listener, Loop, LoopConfig, ManualClock, Monitor,
+    StagnationBreaker, StagnationConfig, State, StrategyConfig, analyze, config_from_env,
 };
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+/// In a `restore` step, `args.snapshot` may be this string: the result of the scenario's latest
+/// `snapshot` step (README, "Snapshots within a scenario").
+const LAST_SNAPSHOT: &str = "$last_snapshot";
 
 /// Steps whose wrong-typed argument cannot even be passed to the Rust API.
 static TYPE_CHECKED: AtomicUsize = AtomicUsize::new(0);
@@ -123,9 +127,17 @@ fn run_file(path: &Path) -> Result<(), String> {
         .get("steps")
         .and_then(Value::as_array)
         .ok_or("steps must be a list")?;
+    let mut last_snapshot = None;
     for (i, step) in steps.iter().enumerate() {
-        run_step(&mut subject, step, &clock, &events, tmp.path())
-            .map_err(|m| format!("step {i} ({}): {m}", step.get("op").unwrap_or(&Value::Null)))?;
+        run_step(
+            &mut subject,
+            step,
+            &clock,
+            &events,
+            tmp.path(),
+            &mut last_snapshot,
+        )
+        .map_err(|m| format!("step {i} ({}): {m}", step.get("op").unwrap_or(&Value::Null)))?;
     }
     Ok(())
 }
@@ -149,6 +161,7 @@ fn run_step(
     clock: &ManualClock,
     events: &Mutex<Vec<Value>>,
     tmp: &Path,
+    last_snapshot: &mut Option<Value>,
 ) -> Result<(), String> {
     let obj = step.as_object().ok_or("a step must be an object")?;
     if let Some(k) = obj.keys().find(|k| !STEP_KEYS.contains(&k.as_str())) {
@@ -157,6 +170,18 @@ fn run_step(
     let op = obj.get("op").and_then(Value::as_str).ok_or("missing op")?;
     let mut args = obj.get("args").cloned().unwrap_or_else(|| json!({}));
     substitute_tmp(&mut args, tmp);
+    if let Some(slot) = args.get_mut("snapshot")
+        && slot.as_str() == Some(LAST_SNAPSHOT)
+    {
+        if op != "restore" {
+            return Err(format!("{LAST_SNAPSHOT} is only for restore steps"));
+        }
+        let snap = last_snapshot
+            .as_ref()
+            .ok_or_else(|| format!("{LAST_SNAPSHOT} before any snapshot step"))?;
+        // Through JSON text, as a hook that keeps the snapshot in a file would pass it.
+        *slot = serde_json::from_str(&snap.to_string()).map_err(|e| e.to_string())?;
+    }
     let repeat = obj
         .get("repeat")
         .map_or(Some(1), Value::as_u64)
@@ -168,6 +193,9 @@ fn run_step(
     let mut last = Outcome::Value(Value::Null);
     for _ in 0..repeat {
         last = subject.run(op, &args, events)?;
+        if let ("snapshot", Outcome::Value(v)) = (op, &last) {
+            *last_snapshot = Some(v.clone());
+        }
         if let Some(code) = expect_error {
             match &last {
                 Outcome::Value(v) => return Err(format!("expected {code}, got result {v}")),
@@ -248,6 +276,7 @@ enum Subject {
     Strategy(ExitStrategy),
     FixPlan(ExitStrategy),
     Loop(Loop),
+    Monitor(Monitor),
     Env,
 }
 
@@ -337,6 +366,11 @@ impl Subject {
                     .map_err(e)?;
                 l.add_listener(collector(events));
                 Subject::Loop(l)
+            }
+            "monitor" => {
+                let m = Monitor::from_json(config, clock).map_err(e)?;
+                m.add_listener(collector(events));
+                Subject::Monitor(m)
             }
             "analyzer" | "env" => {
                 if !(config.is_null() || config == &json!({})) {
@@ -570,6 +604,34 @@ impl Subject {
                 "reset" => {
                     a.only(&[])?;
                     l.reset();
+                    done()
+                }
+                _ => return unknown(),
+            },
+            Subject::Monitor(m) => match op {
+                "observe" => {
+                    a.only(&["event"])?;
+                    from(m.observe(a.value("event")))
+                }
+                "tick" => {
+                    a.only(&[])?;
+                    to_json(json!({ "verdicts": m.tick() }))
+                }
+                "status" => {
+                    a.only(&[])?;
+                    Outcome::Value(m.status())
+                }
+                "snapshot" => {
+                    a.only(&[])?;
+                    Outcome::Value(m.snapshot())
+                }
+                "restore" => {
+                    a.only(&["snapshot"])?;
+                    from(m.restore(a.value("snapshot")))
+                }
+                "reset" => {
+                    a.only(&[])?;
+                    m.reset();
                     done()
                 }
                 _ => return unknown(),
