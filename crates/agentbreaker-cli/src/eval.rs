@@ -22,18 +22,21 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use agentbreaker::{
-    AgentEvent, AgentStep, BudgetBreaker, EventKind, FailureBreaker, IterationMetrics, ManualClock,
-    SharedClock, StagnationBreaker, State, Usage, fingerprint,
+    ManualClock, Monitor, MonitorConfig, Usage, Verdict, VerdictAction, fingerprint,
 };
 use serde_json::{Map, Value, json};
 
 use crate::settings::Settings;
+
+mod peers;
+pub use peers::{GeminiCli, OpenHands, OpenHandsVersion, ReadmeRules};
 
 /// One tool call of a step.
 #[derive(Debug, Clone)]
 struct Call {
     name: String,
     args: String,
+    id: Option<String>,
 }
 
 /// One step of a trajectory.
@@ -45,18 +48,23 @@ struct Step {
     calls: Vec<Call>,
     /// (ok, text) of each tool result.
     results: Vec<(Option<bool>, String)>,
+    /// The call id each result names, if any.
+    result_ids: Vec<Option<String>>,
+    /// The SHA-1 of each result's full text (the text itself is cut at 8000 characters).
+    result_sha1: Vec<Option<String>>,
+    /// The exit code of each result, when the source recorded one.
+    result_exit: Vec<Option<i64>>,
     errors: Vec<String>,
     files_changed: u64,
+    /// The paths changed.
+    paths: Vec<String>,
     tests_passed: Option<u64>,
     usage: Vec<Usage>,
+    /// A wrapper restarted the agent before this step (a new prompt).
+    restart: bool,
 }
 
 impl Step {
-    fn failed(&self) -> bool {
-        (!self.results.is_empty() && self.results.iter().all(|(ok, _)| *ok == Some(false)))
-            || (self.results.is_empty() && !self.errors.is_empty())
-    }
-
     fn error_texts(&self) -> impl Iterator<Item = &str> {
         self.results
             .iter()
@@ -74,14 +82,6 @@ impl Step {
             .map(|c| format!("{}: {}", c.name, c.args))
             .collect::<Vec<_>>()
             .join("\n")
-    }
-
-    fn result(&self) -> String {
-        let mut parts: Vec<&str> = self.results.iter().map(|(_, t)| t.as_str()).collect();
-        if self.results.is_empty() {
-            parts.extend(self.errors.iter().map(String::as_str));
-        }
-        parts.join("\n")
     }
 
     /// The step's output for the OutputLoop rule: its text, or its calls and result
@@ -216,16 +216,36 @@ fn add_event(step: &mut Step, kind: &str, o: &Map<String, Value>) {
                 Some(v) => v.to_string(),
                 None => String::new(),
             },
+            id: o.get("call_id").and_then(Value::as_str).map(str::to_string),
         }),
-        "tool_result" => step
-            .results
-            .push((o.get("ok").and_then(Value::as_bool), text_of(o.get("text")))),
+        "tool_result" => {
+            step.results
+                .push((o.get("ok").and_then(Value::as_bool), text_of(o.get("text"))));
+            step.result_ids
+                .push(o.get("call_id").and_then(Value::as_str).map(str::to_string));
+            step.result_sha1.push(
+                o.get("text_sha1")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            );
+            step.result_exit
+                .push(o.get("exit_code").and_then(Value::as_i64));
+        }
+        "iteration_start" => step.restart = true,
         "error" => step.errors.push(text_of(o.get("text"))),
         "files_changed" => {
-            step.files_changed += o
+            let paths: Vec<String> = o
                 .get("paths")
                 .and_then(Value::as_array)
-                .map_or(1, |p| p.len().max(1) as u64);
+                .map(|p| {
+                    p.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            step.files_changed += paths.len().max(1) as u64;
+            step.paths.extend(paths);
         }
         "tests" => step.tests_passed = o.get("passed").and_then(Value::as_u64),
         "usage" if o.get("cumulative").and_then(Value::as_bool) != Some(true) => {
@@ -283,23 +303,145 @@ pub fn read_labels(path: &Path) -> Result<BTreeMap<String, Label>, String> {
     Ok(labels)
 }
 
-/// Runs one trajectory through freshly built breakers; where it was halted, if it was.
-fn replay_run(run: &Run, settings: &Settings) -> Result<Option<Halted>, String> {
+/// What one detector did on one run: where it halted it (if it did), and its warnings.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutcome {
+    halt: Option<Halted>,
+    /// The step of the first warning (a nudge the agent would have seen).
+    first_warning: Option<u64>,
+    /// Warnings given before the halt (or the end).
+    warnings: u64,
+    /// The rules that warned, once each.
+    warned_by: Vec<String>,
+}
+
+/// A way to watch a run: our Monitor under a configuration, or a peer's detector.
+pub trait Detector: Sync {
+    /// Replays one run.
+    fn replay(&self, run: &Run) -> Result<RunOutcome, String>;
+}
+
+/// The Monitor under a configuration: what every user of agentbreaker gets.
+#[derive(Debug, Clone)]
+pub struct MonitorDetector {
+    config: MonitorConfig,
+}
+
+impl MonitorDetector {
+    /// The Monitor with the breaker sections of `settings` (and the ladder's defaults).
+    pub fn new(settings: &Settings) -> Self {
+        MonitorDetector {
+            config: MonitorConfig {
+                profile: settings.profile.to_string(),
+                failure: settings.failure.clone(),
+                stagnation: settings.stagnation.clone(),
+                budget: settings.budget.clone(),
+                ..MonitorConfig::default()
+            },
+        }
+    }
+
+    /// The Monitor under `config`.
+    pub fn with_config(config: MonitorConfig) -> Self {
+        MonitorDetector { config }
+    }
+}
+
+impl Detector for MonitorDetector {
+    fn replay(&self, run: &Run) -> Result<RunOutcome, String> {
+        replay_run(run, &self.config)
+    }
+}
+
+/// The step's content digest for a file change: its paths and its calls' arguments, so that the
+/// same edit applied again (the same resulting content) gives the same digest.
+fn edit_digest(step: &Step, paths: &[String]) -> String {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    for p in paths {
+        h.write(p.as_bytes());
+        h.write_u8(0);
+    }
+    for c in &step.calls {
+        h.write(c.name.as_bytes());
+        h.write_u8(0);
+        h.write(c.args.as_bytes());
+        h.write_u8(0);
+    }
+    format!("{:016x}", h.finish())
+}
+
+/// A trajectory step as Monitor events: the model call's text, its usage, its tool calls, its
+/// errors, its progress, then the results (the last result completes the step).
+fn step_events(step: &Step) -> Vec<Value> {
+    let mut events = vec![json!({"type": "assistant", "text": step.text})];
+    for u in &step.usage {
+        events.push(json!({"type": "usage", "usage": {
+            "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+            "cache_creation_input_tokens": u.cache_creation_input_tokens,
+            "cache_read_input_tokens": u.cache_read_input_tokens}}));
+    }
+    for (i, c) in step.calls.iter().enumerate() {
+        let input = serde_json::from_str::<Value>(&c.args)
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({"args": c.args}));
+        events.push(json!({"type": "tool_use", "name": if c.name.is_empty() { "tool" } else { &c.name },
+                           "input": input, "id": c.id.clone().unwrap_or_else(|| format!("call-{i}"))}));
+    }
+    for e in &step.errors {
+        events.push(json!({"type": "error", "text": e}));
+    }
+    if step.files_changed > 0 || step.tests_passed.is_some() {
+        let mut p = json!({"type": "progress", "files": step.files_changed});
+        if step.files_changed > 0 {
+            p["digest"] = json!(edit_digest(step, &step.paths));
+        }
+        if let Some(t) = step.tests_passed {
+            p["testsPassing"] = json!(t);
+        }
+        events.push(p);
+    }
+    for (i, (ok, text)) in step.results.iter().enumerate() {
+        let mut r = json!({"type": "tool_result", "ok": ok.unwrap_or(true), "text": text});
+        match step.result_ids.get(i).cloned().flatten() {
+            Some(id) => r["id"] = json!(id),
+            None if i < step.calls.len() && step.calls[i].id.is_none() => {
+                r["id"] = json!(format!("call-{i}"))
+            }
+            None => {}
+        }
+        events.push(r);
+    }
+    events
+}
+
+/// Runs one trajectory through a fresh Monitor; where it was halted, and its warnings.
+fn replay_run(run: &Run, config: &MonitorConfig) -> Result<RunOutcome, String> {
     let clock = ManualClock::shared(0);
-    let shared: SharedClock = clock.clone();
-    let budget = BudgetBreaker::with_clock(settings.budget.clone(), shared.clone())
-        .map_err(|e| e.to_string())?;
-    let stagnation = StagnationBreaker::with_clock(settings.stagnation.clone(), shared.clone())
-        .map_err(|e| e.to_string())?;
-    let failure =
-        FailureBreaker::with_clock(settings.failure.clone(), shared).map_err(|e| e.to_string())?;
+    let monitor = Monitor::with_clock(config.clone(), clock.clone()).map_err(|e| e.to_string())?;
     let first_ts = run.steps.iter().find_map(|s| s.ts_ms);
-    let mut best_tests = 0u64;
-    let halted = |by: &str, step: &Step| {
-        Ok(Some(Halted {
-            step: step.number,
-            by: by.to_string(),
-        }))
+    let mut outcome = RunOutcome::default();
+    let note = |v: &Verdict, step: u64, outcome: &mut RunOutcome| -> bool {
+        match v.action {
+            VerdictAction::Halt => {
+                outcome.halt = Some(Halted {
+                    step,
+                    by: v.reason.map_or("halt", |r| r.slug()).to_string(),
+                });
+                true
+            }
+            VerdictAction::Warn => {
+                outcome.warnings += 1;
+                outcome.first_warning.get_or_insert(step);
+                let rule = v.reason.map_or("warn", |r| r.slug()).to_string();
+                if !outcome.warned_by.contains(&rule) {
+                    outcome.warned_by.push(rule);
+                }
+                false
+            }
+            VerdictAction::Continue => false,
+        }
     };
     for (i, step) in run.steps.iter().enumerate() {
         let now = match (step.ts_ms, first_ts) {
@@ -307,63 +449,22 @@ fn replay_run(run: &Run, settings: &Settings) -> Result<Option<Halted>, String> 
             _ => (i as u64 + 1) * 1000,
         };
         // Time passes up to the step with a tick every second, as a live supervisor would.
-        while clock.now() < now {
-            clock.set((clock.now() + 1000).min(now));
-            if budget.tick().into_iter().next().is_some() {
-                return halted("idle_or_duration", step);
+        for v in crate::timeline::walk(&clock, &monitor, now) {
+            if note(&v, step.number, &mut outcome) {
+                return Ok(outcome);
             }
         }
-        let mut events: Vec<EventKind> = step
-            .calls
-            .iter()
-            .map(|c| EventKind::ToolUse(c.name.clone()))
-            .collect();
-        events.extend(step.usage.iter().map(|u| EventKind::Usage {
-            model: None,
-            usage: *u,
-        }));
-        events.push(EventKind::Assistant(step.output()));
-        for kind in events {
-            if let Ok(Some(h)) = budget.ingest_event(&AgentEvent {
-                task_id: None,
-                kind,
-            }) {
-                return halted(h.reason.slug(), step);
+        for event in step_events(step) {
+            // An event the Monitor refuses would be refused live too: it changes nothing.
+            let Ok(v) = monitor.observe(&event) else {
+                continue;
+            };
+            if note(&v, step.number, &mut outcome) {
+                return Ok(outcome);
             }
-        }
-        if let Some(t) = step.tests_passed {
-            best_tests = best_tests.max(t);
-        }
-        stagnation.record_progress(IterationMetrics {
-            files_changed: step.files_changed,
-            tests_passing: step.tests_passed.unwrap_or(best_tests),
-            output_length: step.text.chars().count() as u64,
-        });
-        for e in step.error_texts() {
-            stagnation.record_error(e, false);
-        }
-        stagnation.record_step(&AgentStep {
-            action: step.action(),
-            result: step.result(),
-            failed: step.failed(),
-        });
-        let decision = stagnation.check();
-        if !decision.allow_continue {
-            return halted(
-                &format!("stagnation: {}", decision.reason.unwrap_or_default()),
-                step,
-            );
-        }
-        if step.failed() {
-            failure.record_failure(step.error_texts().next().unwrap_or("failed"));
-        } else if !step.results.is_empty() {
-            failure.record_success();
-        }
-        if failure.state() == State::Open {
-            return halted("consecutive_failures", step);
         }
     }
-    Ok(None)
+    Ok(outcome)
 }
 
 /// The figures for one configuration.
@@ -383,6 +484,12 @@ pub struct Figures {
     halted_by: BTreeMap<String, BTreeMap<String, u64>>,
     /// Runs without a label.
     unlabelled: u64,
+    /// label → (runs warned before any halt, warnings given).
+    warned: BTreeMap<String, (u64, u64)>,
+    /// label → rule → runs it warned.
+    warned_by: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Steps between the first warning and the onset, for stuck runs warned (negative: before).
+    warn_after_onset: Vec<i64>,
     /// Every halted run: (label, id, step halted, last step, why).
     pub halts: Vec<(String, String, u64, u64, String)>,
 }
@@ -404,17 +511,17 @@ impl Figures {
 
     /// The median of steps between onset and halt.
     pub fn median_after_onset(&self) -> Option<f64> {
-        let mut v = self.after_onset.clone();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_unstable();
-        let n = v.len();
-        Some(if n % 2 == 1 {
-            v[n / 2] as f64
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0
-        })
+        median(&self.after_onset)
+    }
+
+    /// Runs of `label` that got at least one warning, and the warnings given.
+    pub fn warned(&self, label: &str) -> (u64, u64) {
+        self.warned.get(label).copied().unwrap_or((0, 0))
+    }
+
+    /// The median of steps between onset and the first warning on stuck runs.
+    pub fn median_warning_after_onset(&self) -> Option<f64> {
+        median(&self.warn_after_onset)
     }
 
     /// The `--json` document.
@@ -438,8 +545,16 @@ impl Figures {
             .collect();
         let halted_by: BTreeMap<String, &BTreeMap<String, u64>> =
             self.halted_by.iter().map(|(l, m)| (camel(l), m)).collect();
+        let warned: BTreeMap<String, Value> = self
+            .warned
+            .iter()
+            .map(|(l, (runs, warnings))| (camel(l), json!({"runs": runs, "warnings": warnings})))
+            .collect();
         json!({
             "stuck": stuck,
+            "warned": warned,
+            "warnedBy": self.warned_by.iter().map(|(l, m)| (camel(l), m)).collect::<BTreeMap<_, _>>(),
+            "medianFirstWarningAfterOnset": median(&self.warn_after_onset),
             "healthy": pair("healthy"),
             "loopRecovered": pair("loop_recovered"),
             "ambiguous": pair("ambiguous"),
@@ -452,29 +567,18 @@ impl Figures {
     }
 }
 
-/// The rule behind a halt, for the `haltedBy` breakdown.
-fn rule_of(by: &str) -> String {
-    let Some(reason) = by.strip_prefix("stagnation: ") else {
-        return by.to_string();
-    };
-    let rule = if reason.starts_with("Same step repeated") {
-        "repeat"
-    } else if reason.starts_with("A cycle of") {
-        "cycle"
-    } else if reason.contains("failed steps in a row") {
-        "fail_streak"
-    } else if reason.contains("failed without progress") {
-        "fail_window"
-    } else if reason.starts_with("Same error repeated") {
-        "same_error"
-    } else if reason.starts_with("No progress") {
-        "no_progress"
-    } else if reason.starts_with("Output declined") {
-        "output_decline"
+fn median(v: &[i64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2] as f64
     } else {
-        "stagnation"
-    };
-    rule.to_string()
+        (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0
+    })
 }
 
 fn camel(label: &str) -> String {
@@ -484,11 +588,20 @@ fn camel(label: &str) -> String {
     }
 }
 
-/// Evaluates one configuration over every run.
+/// Evaluates one configuration of the Monitor over every run.
 pub fn evaluate(
     runs: &[Run],
     labels: &BTreeMap<String, Label>,
     settings: &Settings,
+) -> Result<Figures, String> {
+    evaluate_with(runs, labels, &MonitorDetector::new(settings))
+}
+
+/// Evaluates one detector over every run.
+pub fn evaluate_with(
+    runs: &[Run],
+    labels: &BTreeMap<String, Label>,
+    detector: &dyn Detector,
 ) -> Result<Figures, String> {
     let mut f = Figures {
         counts: BTreeMap::new(),
@@ -498,6 +611,9 @@ pub fn evaluate(
         healthy_steps_cut: 0,
         halted_by: BTreeMap::new(),
         unlabelled: 0,
+        warned: BTreeMap::new(),
+        warned_by: BTreeMap::new(),
+        warn_after_onset: Vec::new(),
         halts: Vec::new(),
     };
     for run in runs {
@@ -506,7 +622,27 @@ pub fn evaluate(
             continue;
         };
         let last = run.steps.last().map_or(0, |s| s.number);
-        let halt = replay_run(run, settings)?.filter(|h| h.step < last);
+        let outcome = detector.replay(run)?;
+        if outcome.warnings > 0 {
+            let w = f.warned.entry(label.label.clone()).or_default();
+            w.0 += 1;
+            w.1 += outcome.warnings;
+            for rule in &outcome.warned_by {
+                *f.warned_by
+                    .entry(label.label.clone())
+                    .or_default()
+                    .entry(rule.clone())
+                    .or_default() += 1;
+            }
+            if let (Some(first), Some(onset), "stuck") = (
+                outcome.first_warning,
+                label.onset_step,
+                label.label.as_str(),
+            ) {
+                f.warn_after_onset.push(first as i64 - onset as i64);
+            }
+        }
+        let halt = outcome.halt.filter(|h| h.step < last);
         let halted = u64::from(halt.is_some());
         let entry = f.counts.entry(label.label.clone()).or_default();
         entry.0 += 1;
@@ -527,7 +663,7 @@ pub fn evaluate(
                 last,
                 h.by.clone(),
             ));
-            let rule = rule_of(&h.by);
+            let rule = h.by.clone();
             *f.halted_by
                 .entry(label.label.clone())
                 .or_default()
@@ -553,47 +689,71 @@ pub fn row(name: &str, f: &Figures) -> String {
     let (st, sh) = f.get("stuck");
     let (ht, hh) = f.get("healthy");
     let (lt, lh) = f.get("loop_recovered");
+    let (hw, _) = f.warned("healthy");
     format!(
-        "{name:<34} {:>5.1}% ({sh:>3}/{st:<3}) {:>6} {:>5.1}% ({hh:>3}/{ht:<3}) {:>5.1}% ({lh:>2}/{lt:<2}) {:>6}",
+        "{name:<34} {:>5.1}% ({sh:>3}/{st:<3}) {:>6} {:>5.1}% ({hh:>3}/{ht:<3}) {:>5.1}% ({lh:>2}/{lt:<2}) {:>6} {:>5.1}% ({hw:>3}) {:>6}",
         f.percent("stuck"),
         f.median_after_onset()
             .map_or("-".to_string(), |m| format!("{m:.1}")),
         f.percent("healthy"),
         f.percent("loop_recovered"),
         f.steps_saved,
+        if ht == 0 {
+            0.0
+        } else {
+            hw as f64 * 100.0 / ht as f64
+        },
+        f.median_warning_after_onset()
+            .map_or("-".to_string(), |m| format!("{m:.1}")),
     )
 }
 
 /// The header of [`row`] tables.
 pub fn header() -> String {
     format!(
-        "{:<34} {:>15} {:>6} {:>15} {:>13} {:>6}",
-        "configuration", "stuck halted", "median", "healthy halted", "recovered", "saved"
+        "{:<34} {:>15} {:>6} {:>15} {:>13} {:>6} {:>12} {:>6}",
+        "configuration",
+        "stuck halted",
+        "median",
+        "healthy halted",
+        "recovered",
+        "saved",
+        "healthy nudged",
+        "1st nudge"
     )
 }
 
-/// The reference rule sets of the eval README, as breaker settings.
-pub fn reference(name: &str) -> Settings {
-    let mut s = Settings::defaults();
-    // Budgets and the FailureBreaker out of the way: only the named rules act.
-    s.budget.max_tool_calls_per_task = u64::MAX / 2;
-    s.budget.max_token_spend_cents_per_task = u64::MAX / 2;
-    s.budget.max_task_duration_secs = u64::MAX / 4000;
-    s.budget.max_idle_secs = u64::MAX / 4000;
-    s.failure.failure_threshold = u32::MAX;
-    s.stagnation.error_match = agentbreaker::ErrorMatch::Template;
-    s.stagnation.same_error_threshold = 5;
-    match name {
-        // Same error x5 (numbers and paths normalized), 3 near-identical outputs, no progress
-        // for 20 steps.
-        "simple-rules" => s.stagnation.no_progress_threshold = 19,
-        // Same error x5 alone.
-        _ => {
-            s.stagnation.no_progress_threshold = 1_000_000;
-            s.budget.loop_window = 1_000_000;
-        }
-    }
-    s
+/// The detectors `--compare` measures beside the evaluated configuration: the seed defaults
+/// (through the Monitor), the eval README's two simple rule sets, OpenHands' two stuck detectors
+/// and Gemini CLI's loop detection.
+pub fn comparisons() -> Vec<(String, Box<dyn Detector>)> {
+    vec![
+        (
+            "seed defaults".to_string(),
+            Box::new(MonitorDetector::new(&Settings::defaults())),
+        ),
+        (
+            "README: same error x5, 3 outputs, 20 steps".to_string(),
+            Box::new(ReadmeRules { all_three: true }),
+        ),
+        (
+            "README: same error x5 alone".to_string(),
+            Box::new(ReadmeRules { all_three: false }),
+        ),
+        (
+            "OpenHands 0.x stuck detector".to_string(),
+            Box::new(OpenHands {
+                version: OpenHandsVersion::V0,
+            }),
+        ),
+        (
+            "OpenHands agent-sdk stuck detector".to_string(),
+            Box::new(OpenHands {
+                version: OpenHandsVersion::Sdk,
+            }),
+        ),
+        ("Gemini CLI loop detection".to_string(), Box::new(GeminiCli)),
+    ]
 }
 
 /// One point of the sweep: a setting and its figures.
@@ -786,12 +946,14 @@ mod tests {
         let run = run_of(&lines);
         assert_eq!(run.steps.len(), 8);
         let s = Settings::from_profile("coding-agent").unwrap();
-        let h = replay_run(&run, &s).unwrap().unwrap();
+        let out = MonitorDetector::new(&s).replay(&run).unwrap();
+        let h = out.halt.unwrap();
         assert_eq!(h.step, 5);
-        assert!(
-            h.by.starts_with("stagnation: Same step repeated 5 times"),
-            "{}",
-            h.by
+        assert_eq!(h.by, "repeated_step");
+        assert_eq!(
+            out.first_warning,
+            Some(3),
+            "warned two steps before the halt"
         );
     }
 
@@ -805,7 +967,9 @@ mod tests {
         }
         let run = run_of(&lines);
         let s = Settings::from_profile("coding-agent").unwrap();
-        assert!(replay_run(&run, &s).unwrap().is_none());
+        let out = MonitorDetector::new(&s).replay(&run).unwrap();
+        assert!(out.halt.is_none());
+        assert_eq!(out.warnings, 0);
     }
 
     #[test]

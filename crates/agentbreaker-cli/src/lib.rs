@@ -10,4 +10,5 @@ pub mod report;
 pub mod settings;
 pub mod stream;
 pub mod supervise;
+pub mod timeline;
 pub mod worktree;

@@ -450,17 +450,8 @@ fn cmd_eval(args: &EvalArgs) -> i32 {
     );
     let mut rows = vec![(name, figures.clone())];
     if args.compare {
-        let mut configs = vec![("seed defaults".to_string(), settings::Settings::defaults())];
-        configs.push((
-            "README: same error x5, 3 outputs, 20 steps".to_string(),
-            eval::reference("simple-rules"),
-        ));
-        configs.push((
-            "README: same error x5 alone".to_string(),
-            eval::reference("same-error-only"),
-        ));
-        for (n, c) in configs {
-            match eval::evaluate(&runs, &labels, &c) {
+        for (n, detector) in eval::comparisons() {
+            match eval::evaluate_with(&runs, &labels, detector.as_ref()) {
                 Ok(f) => rows.push((n, f)),
                 Err(e) => return fail(EXIT_CONFIG, &e),
             }

@@ -597,7 +597,7 @@ fn eval_counts_halts_before_the_last_step_per_label() {
     assert_eq!(v["healthy"]["total"], 1);
     assert_eq!(v["healthy"]["halted"], 0);
     assert_eq!(v["bySource"]["src"]["stuck"]["halted"], 1);
-    assert_eq!(v["haltedBy"]["stuck"]["repeat"], 1);
+    assert_eq!(v["haltedBy"]["stuck"]["repeated_step"], 1);
 
     let plot = dir.path().join("curve.svg");
     let p = plot.to_string_lossy().into_owned();

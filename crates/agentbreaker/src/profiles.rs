@@ -53,8 +53,9 @@ fn coding_agent() -> Profile {
         name: "coding-agent",
         description: "a coding agent watched step by step: the same action and result 5 times, a \
                       2-5 step cycle 3 times, 5 failures in a row with at most 2 distinct errors, \
-                      or 9 of 10 steps failing without progress stop it; the seeds' rules stay \
-                      on as looser backstops, and the budgets fit a whole session",
+                      9 of 10 steps failing without progress, or 15 steps without progress doing \
+                      at most 3 different things stop it; the seeds' rules stay on as looser \
+                      backstops, and the budgets fit a whole session",
         failure: FailureConfig {
             // Consecutive failures alone are common in healthy exploration (a search with no
             // match, a failing test run); fail streaks are judged by their distinct errors.
@@ -63,10 +64,12 @@ fn coding_agent() -> Profile {
             ..FailureConfig::default()
         },
         stagnation: StagnationConfig {
-            // A step is one model call: many steps without a file change are normal, so the
-            // no-progress rule is left to iterations (`agentbreaker loop`) and the fail window
-            // judges stagnation here.
-            no_progress_threshold: 1000,
+            // A step is one model call: many steps without a file change are normal while an
+            // agent explores, so no progress alone stops nothing; 15 steps without progress in
+            // which it did at most 3 different things (the same command re-run, the same file
+            // scrolled) do.
+            no_progress_threshold: 15,
+            no_progress_distinct_actions: 3,
             // Errors are counted since the last progress, not in a row: loose as a backstop.
             same_error_threshold: 12,
             error_match: ErrorMatch::KeyLine,

@@ -54,6 +54,11 @@ pub struct StagnationConfig {
     pub fail_window: u32,
     /// Percent of failed steps in the fail window (1..=100). Default 90.
     pub fail_window_percent: u32,
+    /// Monitor only (steps have actions; iterations do not): when > 0, the no-progress rule
+    /// counts only the steps without progress that used at most this many distinct actions, so
+    /// that it stops an agent doing the same few things over and over, not one exploring.
+    /// 0 = off (default: every step without progress counts).
+    pub no_progress_distinct_actions: u32,
 }
 
 impl Default for StagnationConfig {
@@ -70,6 +75,7 @@ impl Default for StagnationConfig {
             fail_streak_distinct: 2,
             fail_window: 0,
             fail_window_percent: 90,
+            no_progress_distinct_actions: 0,
         }
     }
 }
@@ -117,6 +123,15 @@ impl StagnationConfig {
         }
         if !(1..=100).contains(&self.fail_window_percent) {
             return Err(Error::config("failWindowPercent must be between 1 and 100"));
+        }
+        if self.no_progress_distinct_actions > 0
+            && (self.no_progress_distinct_actions > MAX_STEP_THRESHOLD
+                || self.no_progress_threshold > MAX_STEP_THRESHOLD)
+        {
+            return Err(Error::config(format_args!(
+                "with noProgressDistinctActions (at most {MAX_STEP_THRESHOLD}), \
+                 noProgressThreshold must be at most {MAX_STEP_THRESHOLD}"
+            )));
         }
         Ok(())
     }

@@ -30,8 +30,8 @@ pub const MAX_TASK_ERRORS: usize = 64;
 const MAX_TEXT_BYTES: usize = 8192;
 /// The bytes of an action description or error line kept for messages.
 const MAX_LINE_BYTES: usize = 160;
-/// The bytes of a tool name or call id kept.
-const MAX_ID_BYTES: usize = 128;
+/// The bytes of a tool name or call id kept (the longest name `toolLimits` may give).
+const MAX_ID_BYTES: usize = 256;
 /// Results longer than this are compared by their first and last half of it.
 const MAX_RESULT_BYTES: usize = 8192;
 
@@ -44,6 +44,9 @@ pub(crate) struct Call {
     /// The normalized hash of the call's name and input.
     #[serde(with = "hex_u64")]
     action: u64,
+    /// The exact hash of the call's name and input (what counts as a different action).
+    #[serde(with = "hex_u64")]
+    exact: u64,
     /// What the call did, for people (`pytest -q`).
     describe: String,
     result: Option<CallResult>,
@@ -112,6 +115,10 @@ pub(crate) struct Task {
     /// Error counts since the last progress, oldest first.
     errors: VecDeque<ErrorLine>,
     no_progress: u64,
+    /// The exact actions of the steps since the last progress, newest last (at most
+    /// `noProgressThreshold`, and only when `noProgressDistinctActions` is set).
+    #[serde(with = "hex_u64_vec")]
+    stale: Vec<u64>,
     declined: u64,
     baseline: Vec<u64>,
     best_tests: u64,
@@ -149,13 +156,16 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
+    /// Adds a verdict: the halt kept is the first in the rules' order, warnings are kept in it.
     fn add(&mut self, v: Verdict) {
+        let order = |v: &Verdict| v.reason.map_or(usize::MAX, |r| r as usize);
         if v.is_halt() {
-            if self.halt.is_none() {
+            if self.halt.as_ref().is_none_or(|h| order(&v) < order(h)) {
                 self.halt = Some(v);
             }
         } else {
-            self.warnings.push(v);
+            let at = self.warnings.partition_point(|w| order(w) <= order(&v));
+            self.warnings.insert(at, v);
         }
     }
 }
@@ -246,6 +256,44 @@ fn hash_value(h: &mut NormalizedHasher, v: &Value, depth: usize) {
     }
 }
 
+/// The exact hash of a JSON value (keys in order, numbers by their text).
+fn exact_value(h: &mut FxHasher, v: &Value, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => h.write_u8(1 + u8::from(*b)),
+        Value::Number(n) => {
+            h.write_u8(3);
+            h.write(n.to_string().as_bytes());
+        }
+        Value::String(s) => {
+            h.write_u8(4);
+            let (head, tail) = capped_text(s);
+            h.write(head.as_bytes());
+            h.write(tail.as_bytes());
+            h.write_usize(s.len());
+        }
+        Value::Array(a) => {
+            h.write_u8(5);
+            for x in a.iter().take(1024) {
+                exact_value(h, x, depth + 1);
+            }
+            h.write_u8(6);
+        }
+        Value::Object(m) => {
+            h.write_u8(7);
+            for (k, x) in m.iter().take(1024) {
+                h.write(truncate(k, MAX_ID_BYTES).as_bytes());
+                h.write_u8(0);
+                exact_value(h, x, depth + 1);
+            }
+            h.write_u8(8);
+        }
+    }
+}
+
 /// A long text as its first and last halves of [`MAX_RESULT_BYTES`] (what differs between two
 /// outputs of the same command is usually at one end).
 fn capped_text(text: &str) -> (&str, &str) {
@@ -283,6 +331,7 @@ impl Task {
             history: StepHistory::default(),
             errors: VecDeque::new(),
             no_progress: 0,
+            stale: Vec::new(),
             declined: 0,
             baseline: Vec::new(),
             best_tests: 0,
@@ -356,10 +405,15 @@ impl Task {
         action.write_str(name);
         action.write_str(":");
         hash_value(&mut action, input, 0);
+        let mut exact = FxHasher::default();
+        exact.write(name.as_bytes());
+        exact.write_u8(0);
+        exact_value(&mut exact, input, 0);
         let call = Call {
             id: id.map(|i| truncate(i, MAX_ID_BYTES).to_string()),
             name: name.to_string(),
             action: action.finish(),
+            exact: exact.finish(),
             describe: describe_call(name, input),
             result: None,
         };
@@ -552,8 +606,8 @@ impl Task {
             self.best_tests = self.best_tests.max(t);
         }
         let made = match new_digest {
-            Some(false) => tests_up,
-            Some(true) => true,
+            // The same content again is not progress, whatever else the event says.
+            Some(is_new) => is_new,
             None => files > 0 || tests_up,
         };
         if made {
@@ -568,6 +622,7 @@ impl Task {
 
     fn reset_progress_counters(&mut self) {
         self.no_progress = 0;
+        self.stale.clear();
         self.declined = 0;
         self.errors.clear();
         self.history.progress();
@@ -621,6 +676,14 @@ impl Task {
         }
         let failed = (answered > 0 && !any_ok) || !step.errors.is_empty();
         let signature = fx(&[fx(&action), fx(&result)]);
+        let exact_action = if step.calls.is_empty() {
+            let mut h = FxHasher::default();
+            h.write(b"say:");
+            h.write(step.text.as_bytes());
+            h.finish()
+        } else {
+            fx(&step.calls.iter().map(|c| c.exact).collect::<Vec<_>>())
+        };
         let describe = match step.calls.as_slice() {
             [] => {
                 let line = step.text.lines().map(str::trim).find(|l| !l.is_empty());
@@ -648,6 +711,12 @@ impl Task {
             self.reset_progress_counters();
         } else {
             self.no_progress = self.no_progress.saturating_add(1);
+            if s.no_progress_distinct_actions > 0 {
+                if self.stale.len() >= s.no_progress_threshold as usize {
+                    self.stale.remove(0);
+                }
+                self.stale.push(exact_action);
+            }
         }
         let samples = self.baseline.len() as u128;
         let sum: u128 = self.baseline.iter().map(|&v| u128::from(v)).sum();
@@ -735,6 +804,36 @@ impl Task {
         self.judge(c, &counts, output_count, percent, failed, &done, out);
     }
 
+    /// Steps in a row without progress; with `distinct` > 0, only the newest of them that used
+    /// at most `distinct` different actions.
+    fn no_progress_count(&self, distinct: u32) -> u64 {
+        if distinct == 0 {
+            return self.no_progress;
+        }
+        let mut seen: Vec<u64> = Vec::with_capacity(distinct as usize + 1);
+        let mut count = 0;
+        for a in self.stale.iter().rev() {
+            if !seen.contains(a) {
+                if seen.len() >= distinct as usize {
+                    break;
+                }
+                seen.push(*a);
+            }
+            count += 1;
+        }
+        count
+    }
+
+    fn distinct_recent(&self, n: usize) -> u32 {
+        let mut seen: Vec<u64> = Vec::new();
+        for a in self.stale.iter().rev().take(n) {
+            if !seen.contains(a) {
+                seen.push(*a);
+            }
+        }
+        seen.len() as u32
+    }
+
     fn count_error(&mut self, key: u64, line: &str) {
         if let Some(entry) = self.errors.iter_mut().find(|e| e.key == key) {
             entry.count = entry.count.saturating_add(1);
@@ -790,7 +889,8 @@ impl Task {
         } else {
             (self.consecutive_failures, f.failure_threshold)
         };
-        let decline = self.declined >= self.no_progress && self.no_progress > 0;
+        let no_progress = self.no_progress_count(s.no_progress_distinct_actions);
+        let decline = self.declined >= no_progress && no_progress > 0;
         // (rule, count, threshold, halts now, finding)
         let checks: [(Rule, u64, u32, bool, Finding); 8] = [
             (
@@ -870,19 +970,21 @@ impl Task {
                 } else {
                     Rule::NoProgress
                 },
-                self.no_progress,
+                no_progress,
                 s.no_progress_threshold,
-                self.no_progress >= u64::from(s.no_progress_threshold),
+                no_progress >= u64::from(s.no_progress_threshold),
                 if decline {
                     Finding::OutputDecline {
-                        count: self.no_progress,
+                        count: no_progress,
                         threshold: s.no_progress_threshold,
                         percent,
                     }
                 } else {
                     Finding::NoProgress {
-                        count: self.no_progress,
+                        count: no_progress,
                         threshold: s.no_progress_threshold,
+                        distinct_actions: (s.no_progress_distinct_actions > 0)
+                            .then(|| self.distinct_recent(no_progress as usize)),
                     }
                 },
             ),
@@ -1049,7 +1151,7 @@ impl Task {
         );
         put(
             Rule::NoProgress,
-            self.no_progress as f64,
+            self.no_progress_count(s.no_progress_distinct_actions) as f64,
             f64::from(s.no_progress_threshold),
         );
         let t = c.budget.similarity_jaccard_threshold;
@@ -1089,6 +1191,7 @@ impl Task {
             && self.errors.len() <= MAX_TASK_ERRORS
             && self.errors.iter().all(|e| e.line.len() <= MAX_LINE_BYTES)
             && self.digests.len() <= MAX_DIGESTS
+            && self.stale.len() <= crate::steps::MAX_STEP_THRESHOLD as usize
             && self.baseline.len() <= 3
             && self.last_output.len() <= 4096
             && self.similarities.len() <= 1024
@@ -1103,6 +1206,14 @@ impl Task {
     /// Fits a restored task's histories to the config's rules.
     pub(crate) fn fit(&mut self, c: &MonitorConfig) {
         self.history.fit(&c.stagnation.step_rules());
+        let keep = if c.stagnation.no_progress_distinct_actions > 0 {
+            c.stagnation.no_progress_threshold as usize
+        } else {
+            0
+        };
+        if self.stale.len() > keep {
+            self.stale.drain(..self.stale.len() - keep);
+        }
         while self.similarities.len() + 1 > c.budget.loop_window as usize {
             self.similarities.pop_front();
         }

@@ -83,19 +83,10 @@ fn the_same_failing_command_is_warned_then_halted() {
 }
 
 #[test]
-fn polling_with_changing_output_is_not_a_repeat() {
-    let (m, _) = monitor(json!({}));
-    for i in 0..30 {
-        let v = step(
-            &m,
-            i,
-            "gh run view 42",
-            true,
-            &format!("status: queued ({i} jobs ahead)"),
-        );
-        // Numbers are normalized away: only the words differ here...
-        let _ = v;
-    }
+fn polling_with_changing_output_is_not_a_repeat_but_fifteen_polls_are_stagnation() {
+    // The same command with another result each time is not a repeated step; done fifteen
+    // times without any progress, it is the coding-agent profile's stagnation (no_progress
+    // with at most 3 distinct actions).
     let (m, _) = monitor(json!({}));
     let states = [
         "queued",
@@ -105,15 +96,36 @@ fn polling_with_changing_output_is_not_a_repeat() {
         "pending",
         "started",
     ];
-    for i in 0..30u32 {
+    let mut verdicts = Vec::new();
+    for i in 0..15u32 {
+        let output = format!("status: {}", states[i as usize % states.len()]);
+        verdicts.push(step(&m, i, "gh run view 42", true, &output));
+    }
+    assert!(
+        verdicts.iter().all(|v| slug(v) != Some("repeated_step")),
+        "{verdicts:?}"
+    );
+    assert_eq!(verdicts[12].action, VerdictAction::Warn);
+    assert_eq!(slug(&verdicts[12]), Some("no_progress"));
+    assert!(verdicts[14].is_halt());
+    assert_eq!(slug(&verdicts[14]), Some("no_progress"));
+    assert_eq!(verdicts[14].detail.as_ref().unwrap()["distinctActions"], 1);
+    // Fifteen steps without progress exploring different files is not.
+    let (m, _) = monitor(json!({}));
+    let names = [
+        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+        "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi",
+        "chi", "psi", "omega", "one", "two", "three", "four", "five", "six",
+    ];
+    for (i, name) in (0u32..).zip(names) {
         let v = step(
             &m,
             i,
-            "gh run view 42",
+            &format!("cat src/{name}.py"),
             true,
-            &format!("status: {}", states[i as usize % states.len()]),
+            &format!("def {name}(): ..."),
         );
-        assert_ne!(v.action, VerdictAction::Halt, "step {i}: {v:?}");
+        assert_eq!(v.action, VerdictAction::Continue, "step {i}: {v:?}");
     }
 }
 

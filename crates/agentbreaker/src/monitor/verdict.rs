@@ -229,6 +229,8 @@ pub(crate) enum Finding {
     NoProgress {
         count: u64,
         threshold: u32,
+        /// With `noProgressDistinctActions`: the distinct actions of those steps.
+        distinct_actions: Option<u32>,
     },
     OutputDecline {
         count: u64,
@@ -394,9 +396,20 @@ impl Finding {
                 "{count} failed steps in a row ({count} of {threshold}), the last: {}{stage}",
                 code(error)
             ),
-            Finding::NoProgress { count, threshold } => {
-                format!("no progress in {count} steps in a row ({count} of {threshold}){stage}")
-            }
+            Finding::NoProgress {
+                count,
+                threshold,
+                distinct_actions: None,
+            } => format!("no progress in {count} steps in a row ({count} of {threshold}){stage}"),
+            Finding::NoProgress {
+                count,
+                threshold,
+                distinct_actions: Some(d),
+            } => format!(
+                "no progress in {count} steps in a row ({count} of {threshold}), doing {d} \
+                 different thing{} over and over{stage}",
+                if *d == 1 { "" } else { "s" }
+            ),
             Finding::OutputDecline {
                 count,
                 threshold,
@@ -533,6 +546,16 @@ impl Finding {
                  why before trying again.",
                 code(error)
             ),
+            Finding::NoProgress {
+                count,
+                distinct_actions: Some(d),
+                ..
+            } => format!(
+                "Your last {count} steps repeated the same {d} action{} without changing a file \
+                 or passing a new test. Repeating them will not help: decide what concrete \
+                 change would move the task forward, or finish and report.",
+                if *d == 1 { "" } else { "s" }
+            ),
             Finding::NoProgress { count, .. } => format!(
                 "Your last {count} steps changed no file and passed no new test. Decide what \
                  concrete change would move the task forward, or finish and report."
@@ -605,9 +628,12 @@ impl Finding {
                 threshold,
                 error,
             } => json!({"count": count, "threshold": threshold, "error": error}),
-            Finding::NoProgress { count, threshold } => {
-                json!({"count": count, "threshold": threshold})
-            }
+            Finding::NoProgress {
+                count,
+                threshold,
+                distinct_actions,
+            } => json!({"count": count, "threshold": threshold,
+                        "distinctActions": distinct_actions}),
             Finding::OutputDecline {
                 count,
                 threshold,
