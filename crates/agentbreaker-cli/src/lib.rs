@@ -10,4 +10,6 @@ pub mod report;
 pub mod settings;
 pub mod stream;
 pub mod supervise;
+pub mod timeline;
+pub mod watch;
 pub mod worktree;
