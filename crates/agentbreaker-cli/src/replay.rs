@@ -126,7 +126,10 @@ impl Replayed {
             out.push_str(&format!(
                 "  {} events were refused by the Monitor (INVALID_EVENT), e.g. {}\n",
                 self.watch.invalid,
-                self.watch.invalid_samples.first().map_or("", String::as_str)
+                self.watch
+                    .invalid_samples
+                    .first()
+                    .map_or("", String::as_str)
             ));
         }
         out
@@ -146,8 +149,7 @@ pub fn replay(
 ) -> std::io::Result<Replayed> {
     let manual = ManualClock::shared(0);
     let shared: SharedClock = manual.clone();
-    let mut watch =
-        Watch::new(settings.monitor_config(), shared).map_err(std::io::Error::other)?;
+    let mut watch = Watch::new(settings.monitor_config(), shared).map_err(std::io::Error::other)?;
     let mut parser = StreamParser::new(format);
     // Epoch time of the first timestamp minus the clock at that line.
     let mut offset: Option<u64> = None;
@@ -237,7 +239,9 @@ mod tests {
     #[test]
     fn a_runaway_stream_stops_past_the_tool_call_limit() {
         let text: String = (0..60)
-            .map(|i| format!("{{\"type\":\"tool_use\",\"name\":\"fetch\",\"input\":{{\"page\":{i}}}}}\n"))
+            .map(|i| {
+                format!("{{\"type\":\"tool_use\",\"name\":\"fetch\",\"input\":{{\"page\":{i}}}}}\n")
+            })
             .collect();
         // The seed profile: 50 tool calls per task.
         let v = run(&text, &Settings::from_profile("seed").unwrap());
@@ -249,7 +253,11 @@ mod tests {
         assert_eq!(v.warnings[0].1.line, 40);
         assert_eq!(slug(&v.warnings[0].0), "tool_call_limit");
         // The default profile allows 200 per task.
-        assert!(run(&text, &Settings::from_profile("coding-agent").unwrap()).halt.is_none());
+        assert!(
+            run(&text, &Settings::from_profile("coding-agent").unwrap())
+                .halt
+                .is_none()
+        );
     }
 
     #[test]
@@ -277,7 +285,10 @@ mod tests {
         assert_eq!(v.watch.invalid, 1);
         let out = v.to_text(Path::new("x"));
         assert!(out.contains("would have run to the end"), "{out}");
-        assert!(out.contains("1 events were refused by the Monitor"), "{out}");
+        assert!(
+            out.contains("1 events were refused by the Monitor"),
+            "{out}"
+        );
         let doc = v.to_json();
         assert_eq!(doc["invalidEvents"]["count"], 1);
         assert_eq!(doc["halted"], false);

@@ -206,9 +206,15 @@ mod tests {
             ),
             "{card}"
         );
-        assert!(card.contains("nudge for the agent: You have used all 5 tool calls"), "{card}");
+        assert!(
+            card.contains("nudge for the agent: You have used all 5 tool calls"),
+            "{card}"
+        );
         assert!(card.contains("--max-tool-calls"), "{card}");
-        assert!(card.ends_with("reason tool_call_limit (exit code 2)"), "{card}");
+        assert!(
+            card.ends_with("reason tool_call_limit (exit code 2)"),
+            "{card}"
+        );
         assert_eq!(exit_code(&halt), EXIT_BUDGET);
 
         // A cycle is named as a cycle, with exit code 3.
@@ -216,15 +222,22 @@ mod tests {
         for i in 0..12 {
             let cmd = if i % 2 == 0 { "make" } else { "cat Makefile" };
             events.push(json!({"type": "assistant", "text": ""}));
-            events.push(json!({"type": "tool_use", "name": "Bash", "id": format!("t{i}"),
-                               "input": {"command": cmd}}));
-            events.push(json!({"type": "tool_result", "id": format!("t{i}"), "ok": i % 2 == 1,
-                               "text": format!("out {cmd}")}));
+            events.push(
+                json!({"type": "tool_use", "name": "Bash", "id": format!("t{i}"),
+                               "input": {"command": cmd}}),
+            );
+            events.push(
+                json!({"type": "tool_result", "id": format!("t{i}"), "ok": i % 2 == 1,
+                               "text": format!("out {cmd}")}),
+            );
         }
         let halt = halt_of(&events, json!({}));
         assert_eq!(slug(&halt), "cycle");
         let card = super::card(&halt);
-        assert!(card.starts_with("agentbreaker: stopped by rule cycle: a cycle of 2 steps"), "{card}");
+        assert!(
+            card.starts_with("agentbreaker: stopped by rule cycle: a cycle of 2 steps"),
+            "{card}"
+        );
         assert!(card.ends_with("reason cycle (exit code 3)"), "{card}");
         assert_eq!(exit_code(&halt), EXIT_LOOP);
         let warn = Verdict {
@@ -232,9 +245,15 @@ mod tests {
             ..halt.clone()
         };
         let line = notice(&warn);
-        assert!(line.starts_with("agentbreaker: warning [cycle] a cycle of 2 steps"), "{line}");
+        assert!(
+            line.starts_with("agentbreaker: warning [cycle] a cycle of 2 steps"),
+            "{line}"
+        );
         assert!(!line.contains('\n'));
-        assert!(line.contains(" | nudge: You are going in circles"), "{line}");
+        assert!(
+            line.contains(" | nudge: You are going in circles"),
+            "{line}"
+        );
     }
 
     #[test]

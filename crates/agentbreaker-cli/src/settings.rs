@@ -369,7 +369,11 @@ mod tests {
         assert_eq!(s.tool_limits["WebFetch"], 20);
         let m = s.monitor_config();
         assert_eq!(
-            (m.warn_before, m.budget_warn_percent, m.tool_limits["WebFetch"]),
+            (
+                m.warn_before,
+                m.budget_warn_percent,
+                m.tool_limits["WebFetch"]
+            ),
             (1, 50, 20)
         );
         assert_eq!(m.budget.max_idle_secs, 90);
@@ -402,7 +406,10 @@ mod tests {
             assert!(load_text(bad, &[]).is_err(), "{bad}");
         }
         let bad_env = load_text("", &[("AGENTBREAKER_WARN_BEFORE", "lots")]).unwrap();
-        assert_eq!(bad_env.warn_before, 2, "an invalid variable keeps the value");
+        assert_eq!(
+            bad_env.warn_before, 2,
+            "an invalid variable keeps the value"
+        );
         assert_eq!(bad_env.warnings.len(), 1, "{:?}", bad_env.warnings);
         let missing = Settings::load_over(
             Settings::defaults(),

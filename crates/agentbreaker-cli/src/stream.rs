@@ -365,11 +365,7 @@ impl StreamParser {
                         let sub = truncate_id(cid);
                         if self.subtasks.remove(&sub) {
                             self.flush(Some(&sub), &mut out);
-                            out.push(event(
-                                "heartbeat",
-                                Some(&sub),
-                                json!({"phase": "done"}),
-                            ));
+                            out.push(event("heartbeat", Some(&sub), json!({"phase": "done"})));
                         }
                     }
                     let edit = call_id.and_then(|cid| self.edits.remove(cid));
@@ -518,7 +514,11 @@ impl StreamParser {
 
 fn push_pending(p: Pending, out: &mut Vec<Value>) {
     if !p.sent {
-        out.push(event("assistant", p.task.as_deref(), json!({"text": p.text})));
+        out.push(event(
+            "assistant",
+            p.task.as_deref(),
+            json!({"text": p.text}),
+        ));
     }
 }
 
@@ -743,8 +743,8 @@ fn detect(obj: &Map<String, Value>) -> Option<Format> {
             Some(Format::Codex)
         }
         "error" if obj.contains_key("message") && !obj.contains_key("text") => Some(Format::Codex),
-        "assistant" | "tool_use" | "tool_result" | "usage" | "error" | "progress"
-        | "heartbeat" | "alive" => Some(Format::Events),
+        "assistant" | "tool_use" | "tool_result" | "usage" | "error" | "progress" | "heartbeat"
+        | "alive" => Some(Format::Events),
         _ => None,
     }
 }

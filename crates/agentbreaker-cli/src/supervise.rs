@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use agentbreaker::Verdict;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{Value, json};
 use nix::sys::signal::{Signal as Sig, killpg};
 use nix::unistd::Pid;
+use serde_json::{Value, json};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::report::{AgentExit, clock, dollars, notice};

@@ -68,7 +68,8 @@ const PRICING_TASK_OK: &str = r##"{"type":"user","message":{"role":"user","conte
 
 /// lezli01/vincent internal/agent/codex/testdata/tooluse.jsonl line 1 (commit
 /// a10f4f08103a4ad459e3243e5c40466453d2fb5a), recorded from `codex exec --json`.
-const CODEX_THREAD_STARTED: &str = r##"{"type":"thread.started","thread_id":"019fe042-697a-79a0-8b8e-7a1a9551fde5"}"##;
+const CODEX_THREAD_STARTED: &str =
+    r##"{"type":"thread.started","thread_id":"019fe042-697a-79a0-8b8e-7a1a9551fde5"}"##;
 /// Same file, line 2.
 const CODEX_TURN_STARTED: &str = r##"{"type":"turn.started"}"##;
 /// Same file, line 3.
@@ -148,7 +149,9 @@ fn kinds(events: &[Value]) -> Vec<String> {
                     )
                 }
                 "progress" => format!("progress:{}", e["files"]),
-                "error" if e["transient"] == json!(true) => format!("error(transient):{}", s("text")),
+                "error" if e["transient"] == json!(true) => {
+                    format!("error(transient):{}", s("text"))
+                }
                 "error" => format!("error:{}", s("text")),
                 "heartbeat" => format!("heartbeat:{}", s("phase")),
                 other => other.to_string(),
@@ -163,10 +166,11 @@ fn kinds(events: &[Value]) -> Vec<String> {
 
 /// Every event the parser made is one the Monitor takes.
 fn all_valid(events: &[Value]) {
-    let monitor =
-        Monitor::with_clock(MonitorConfig::default(), ManualClock::shared(0)).unwrap();
+    let monitor = Monitor::with_clock(MonitorConfig::default(), ManualClock::shared(0)).unwrap();
     for e in events {
-        monitor.observe(e).unwrap_or_else(|err| panic!("{e}: {err}"));
+        monitor
+            .observe(e)
+            .unwrap_or_else(|err| panic!("{e}: {err}"));
     }
 }
 
@@ -207,8 +211,7 @@ fn claude_message_text_comes_with_its_tool_call_and_usage_once() {
         ]
     );
     assert_eq!(
-        events[1]["input"]["description"],
-        "Fetch issue #3 details",
+        events[1]["input"]["description"], "Fetch issue #3 details",
         "the call's input goes to the Monitor"
     );
     assert_eq!(events[0]["type"], "assistant");
@@ -223,7 +226,10 @@ fn claude_message_text_comes_with_its_tool_call_and_usage_once() {
             .unwrap()
             .starts_with("{\"body\":\"For that we should use all tools")
     );
-    assert_eq!(events[0]["text"], json!("I'll start by examining the issue details and creating a plan to solve it."));
+    assert_eq!(
+        events[0]["text"],
+        json!("I'll start by examining the issue details and creating a plan to solve it.")
+    );
     assert!(p.finish().is_empty());
 }
 
@@ -265,8 +271,7 @@ fn claude_parallel_calls_are_one_step_and_results_pair_by_id() {
     );
     all_valid(&events);
     // Through the Monitor: one step with four calls, completed by its last result.
-    let monitor =
-        Monitor::with_clock(MonitorConfig::default(), ManualClock::shared(0)).unwrap();
+    let monitor = Monitor::with_clock(MonitorConfig::default(), ManualClock::shared(0)).unwrap();
     for e in &events {
         monitor.observe(e).unwrap();
     }
@@ -431,8 +436,7 @@ fn claude_subagent_lines_count_for_their_task_which_closes_with_its_call() {
         ]
     );
     all_valid(&events);
-    let monitor =
-        Monitor::with_clock(MonitorConfig::default(), ManualClock::shared(0)).unwrap();
+    let monitor = Monitor::with_clock(MonitorConfig::default(), ManualClock::shared(0)).unwrap();
     for e in &events {
         monitor.observe(e).unwrap();
     }
@@ -446,7 +450,8 @@ fn claude_subagent_lines_count_for_their_task_which_closes_with_its_call() {
 #[test]
 fn claude_user_text_and_unknown_lines() {
     let mut p = StreamParser::new(Format::Auto);
-    let prompt = r#"{"type":"user","message":{"role":"user","content":"fix the test"},"session_id":"s"}"#;
+    let prompt =
+        r#"{"type":"user","message":{"role":"user","content":"fix the test"},"session_id":"s"}"#;
     assert_eq!(kinds(&parse(&mut p, prompt)), ["alive"]);
     let odd = r#"{"type":"control","session_id":"s","message":{}}"#;
     assert!(parse(&mut p, odd).is_empty());
@@ -531,7 +536,11 @@ fn codex_file_change_is_a_call_progress_then_its_result() {
     let mut p = StreamParser::new(Format::Auto);
     let events = parse_all(
         &mut p,
-        &[CODEX_TODO_LIST, CODEX_FILE_CHANGE_STARTED, CODEX_FILE_CHANGE_COMPLETED],
+        &[
+            CODEX_TODO_LIST,
+            CODEX_FILE_CHANGE_STARTED,
+            CODEX_FILE_CHANGE_COMPLETED,
+        ],
     );
     assert_eq!(
         kinds(&events),
@@ -551,8 +560,10 @@ fn codex_file_change_is_a_call_progress_then_its_result() {
     );
     all_valid(&events);
     // Changes that carry their content get a digest of it.
-    let with_diff = CODEX_FILE_CHANGE_COMPLETED
-        .replace(r#""kind":"update"}"#, r#""kind":"update","diff":"+second\n"}"#);
+    let with_diff = CODEX_FILE_CHANGE_COMPLETED.replace(
+        r#""kind":"update"}"#,
+        r#""kind":"update","diff":"+second\n"}"#,
+    );
     let mut p = StreamParser::new(Format::Auto);
     let events = parse(&mut p, &with_diff);
     assert_eq!(events[1]["digest"].as_str().map(str::len), Some(16));
@@ -593,18 +604,27 @@ fn codex_mcp_tool_calls_succeed_and_fail_by_status() {
     let mut p = StreamParser::new(Format::Auto);
     assert_eq!(
         kinds(&parse(&mut p, CODEX_LEGACY_MCP_COMPLETED)),
-        ["tool_use:github.search_issues#item_1", "tool_result:true#item_1"]
+        [
+            "tool_use:github.search_issues#item_1",
+            "tool_result:true#item_1"
+        ]
     );
 }
 
 #[test]
 fn codex_web_search_query_arrives_with_its_result() {
     let mut p = StreamParser::new(Format::Auto);
-    let events = parse_all(&mut p, &[CODEX_WEB_SEARCH_STARTED, CODEX_WEB_SEARCH_COMPLETED]);
+    let events = parse_all(
+        &mut p,
+        &[CODEX_WEB_SEARCH_STARTED, CODEX_WEB_SEARCH_COMPLETED],
+    );
     let id = "exec-9b54edd7-2ae0-4298-bd3a-22d1b7d489e2";
     assert_eq!(
         kinds(&events),
-        [format!("tool_use:web_search#{id}"), format!("tool_result:true#{id}")]
+        [
+            format!("tool_use:web_search#{id}"),
+            format!("tool_result:true#{id}")
+        ]
     );
     // The started item has no query yet; the result carries it, so two different searches are
     // two different steps.
@@ -628,8 +648,14 @@ fn codex_errors_turn_failed_counts_the_rest_are_transient() {
         k[0].starts_with("error(transient):Model metadata for `gpt-5.6-sol` not found."),
         "{k:?}"
     );
-    assert!(k[1].starts_with("error(transient):{\"type\":\"error\",\"status\":400"), "{k:?}");
-    assert!(k[2].starts_with("error:{\"type\":\"error\",\"status\":400"), "{k:?}");
+    assert!(
+        k[1].starts_with("error(transient):{\"type\":\"error\",\"status\":400"),
+        "{k:?}"
+    );
+    assert!(
+        k[2].starts_with("error:{\"type\":\"error\",\"status\":400"),
+        "{k:?}"
+    );
     all_valid(&events);
 }
 
@@ -664,7 +690,11 @@ fn monitor_events_pass_through_for_the_monitor_to_judge() {
         r#"{"type":"usage","costCents":1.5}"#,
     ] {
         let events = parse(&mut p, line);
-        assert_eq!(events, [serde_json::from_str::<Value>(line).unwrap()], "{line}");
+        assert_eq!(
+            events,
+            [serde_json::from_str::<Value>(line).unwrap()],
+            "{line}"
+        );
         all_valid(&events);
     }
     // A malformed event still goes to the Monitor, which refuses it (and `run` counts that).
