@@ -33,7 +33,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Run an agent under the breakers; stop it when a limit trips.
+    /// Run an agent under a Monitor: warn when a rule nears its threshold, stop it when one trips.
     Run(RunArgs),
     /// Replay a recorded stream and say where it would have been stopped.
     Replay(ReplayArgs),
