@@ -398,8 +398,17 @@ impl StreamParser {
                         .get("subtype")
                         .and_then(Value::as_str)
                         .unwrap_or("error");
+                    // The reason: the result's text, else its `errors` (newer Claude Code).
+                    let errors: Vec<&str> = obj
+                        .get("errors")
+                        .and_then(Value::as_array)
+                        .map(|e| e.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
                     let text = match text.filter(|t| !t.trim().is_empty()) {
                         Some(t) => format!("agent result {subtype}: {t}"),
+                        None if !errors.is_empty() => {
+                            format!("agent result {subtype}: {}", errors.join("; "))
+                        }
                         None => format!("agent result {subtype}"),
                     };
                     out.push(event("error", task, json!({"text": text})));

@@ -396,6 +396,16 @@ fn claude_result_error_is_an_error_event() {
     );
     assert!(events[0].get("transient").is_none());
     all_valid(&events);
+    // Without a text, its `errors` say why.
+    let errors = error.replace(
+        r#""result":"Excellent!"#,
+        r#""errors":["Reached maximum number of turns (5)"],"was":"Excellent!"#,
+    );
+    let events = parse(&mut p, &errors);
+    assert_eq!(
+        events[0]["text"],
+        "agent result error_max_turns: Reached maximum number of turns (5)"
+    );
 }
 
 #[test]
