@@ -74,10 +74,10 @@ fn place(v: &Verdict) -> String {
 /// The one-line notice of a warning (stderr; the agent's stdout is left alone).
 pub fn notice(v: &Verdict) -> String {
     format!(
-        "agentbreaker: warning [{}] {} ({}) | nudge: {}",
+        "agentbreaker: warning [{}] {}: {} | nudge: {}",
         slug(v),
-        v.message.as_deref().unwrap_or(""),
         place(v),
+        v.message.as_deref().unwrap_or(""),
         v.nudge.as_deref().unwrap_or("")
     )
 }
@@ -246,7 +246,9 @@ mod tests {
         };
         let line = notice(&warn);
         assert!(
-            line.starts_with("agentbreaker: warning [cycle] a cycle of 2 steps"),
+            line.starts_with(
+                "agentbreaker: warning [cycle] task session, step 6: a cycle of 2 steps"
+            ),
             "{line}"
         );
         assert!(!line.contains('\n'));

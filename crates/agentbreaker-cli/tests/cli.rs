@@ -66,8 +66,8 @@ fn runaway_tool_calls_exit_2_with_a_report() {
     // A one-line warning at 80% of the limit, with the nudge for the model.
     assert!(
         err.contains(
-            "agentbreaker: warning [tool_call_limit] tool calls: 4 of 5 (warning) (task session, \
-             step 1) | nudge: You have made 4 of the 5 tool calls allowed for this task."
+            "agentbreaker: warning [tool_call_limit] task session, step 1: tool calls: 4 of 5 \
+             (warning) | nudge: You have made 4 of the 5 tool calls allowed for this task."
         ),
         "{err}"
     );
@@ -165,8 +165,8 @@ fn repeated_tool_errors_exit_3_and_the_card_names_the_rule() {
     assert_eq!(r["halt"]["detail"]["count"], 5);
     assert!(
         err.contains(
-            "agentbreaker: warning [fail_streak] 3 failed steps in a row (3 of 5) with 1 distinct \
-             error: `Error: Path not found` (warning)"
+            "agentbreaker: warning [fail_streak] task session, step 3: 3 failed steps in a row \
+             (3 of 5) with 1 distinct error: `Error: Path not found` (warning) | nudge: "
         ),
         "{err}"
     );
