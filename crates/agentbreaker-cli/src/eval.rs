@@ -328,16 +328,10 @@ pub struct MonitorDetector {
 }
 
 impl MonitorDetector {
-    /// The Monitor with the breaker sections of `settings` (and the ladder's defaults).
+    /// The Monitor configured by `settings`.
     pub fn new(settings: &Settings) -> Self {
         MonitorDetector {
-            config: MonitorConfig {
-                profile: settings.profile.to_string(),
-                failure: settings.failure.clone(),
-                stagnation: settings.stagnation.clone(),
-                budget: settings.budget.clone(),
-                ..MonitorConfig::default()
-            },
+            config: settings.monitor_config(),
         }
     }
 

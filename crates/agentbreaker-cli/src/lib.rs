@@ -11,4 +11,5 @@ pub mod settings;
 pub mod stream;
 pub mod supervise;
 pub mod timeline;
+pub mod watch;
 pub mod worktree;

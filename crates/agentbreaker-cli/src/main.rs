@@ -1,13 +1,13 @@
 //! `agentbreaker`: put a circuit breaker in front of an agent CLI without writing code.
 
-use agentbreaker_cli::{eval, ralph, replay, report, settings, stream, supervise};
+use agentbreaker_cli::{eval, ralph, replay, report, settings, stream, supervise, watch};
 
 use std::io::BufReader;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use agentbreaker::{StagnationBreaker, SystemClock};
+use agentbreaker::SystemClock;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
@@ -15,13 +15,15 @@ use crate::report::{EXIT_CONFIG, EXIT_IO, EXIT_NOT_FOUND, EXIT_USAGE};
 use crate::settings::Settings;
 use crate::stream::Format;
 use crate::supervise::{Options, Supervisor};
+use crate::watch::Watch;
 
 /// A circuit breaker for autonomous AI-agent loops.
 ///
 /// Exit codes: the agent's own code when it ended on its own; 2 when a budget stopped it (tool
-/// calls, spend, duration, idle time; `loop`: max iterations, budget); 3 when a loop was detected
-/// (near-identical outputs, repeated errors, no progress); 130 on Ctrl-C; 64 for a bad command
-/// line; 78 for a bad configuration; 127 when the agent could not be started.
+/// calls, spend, duration, idle time, a tool's limit; `loop`: max iterations, budget); 3 when a
+/// loop was detected (repeated steps, cycles, failures, near-identical outputs, no progress);
+/// 130 on Ctrl-C; 64 for a bad command line; 78 for a bad configuration; 127 when the agent could
+/// not be started.
 #[derive(Debug, Parser)]
 #[command(name = "agentbreaker", version, about, long_about = None)]
 struct Cli {
@@ -31,7 +33,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Run an agent under the breakers; stop it when a limit trips.
+    /// Run an agent under a Monitor: warn when a rule nears its threshold, stop it when one trips.
     Run(RunArgs),
     /// Replay a recorded stream and say where it would have been stopped.
     Replay(ReplayArgs),
@@ -77,9 +79,9 @@ struct EvalArgs {
 /// Limits that override the configuration file and the environment.
 #[derive(Debug, Args, Clone)]
 struct Limits {
-    /// Start from a named profile: seed (the seeds' defaults) or coding-agent (step detectors on,
-    /// budgets for a whole session; see docs/detection.md).
-    #[arg(long, value_name = "NAME", default_value = "seed")]
+    /// Start from a named profile: coding-agent (the default: step detectors on, budgets for a
+    /// whole session; see docs/detection.md) or seed (the seeds' defaults).
+    #[arg(long, value_name = "NAME", default_value = "coding-agent")]
     profile: String,
     /// A TOML configuration file (default: ./agentbreaker.toml when it exists).
     #[arg(long, value_name = "FILE")]
@@ -99,6 +101,15 @@ struct Limits {
     /// Jaccard similarity at which consecutive answers count as a loop, in (0, 1].
     #[arg(long, value_name = "X")]
     jaccard: Option<f64>,
+    /// Warn this many counts before a rule's threshold (0 = no warnings; default 2).
+    #[arg(long, value_name = "N")]
+    warn_before: Option<u32>,
+    /// Warn at this percent of each budget (0 = never; default 80).
+    #[arg(long, value_name = "PCT")]
+    budget_warn_percent: Option<u32>,
+    /// The most calls one task may make of a tool, as NAME=N (repeatable).
+    #[arg(long, value_name = "NAME=N")]
+    tool_limit: Vec<String>,
     /// How the agent's stdout is read.
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     format: Format,
@@ -167,8 +178,8 @@ struct LoopArgs {
 
 #[derive(Debug, Args)]
 struct ConfigArgs {
-    /// Start from a named profile: seed or coding-agent.
-    #[arg(long, value_name = "NAME", default_value = "seed")]
+    /// Start from a named profile: coding-agent (the default) or seed.
+    #[arg(long, value_name = "NAME", default_value = "coding-agent")]
     profile: String,
     /// A TOML configuration file (default: ./agentbreaker.toml when it exists).
     #[arg(long, value_name = "FILE")]
@@ -212,6 +223,29 @@ fn settings(limits: &Limits) -> Result<Settings, String> {
         b.similarity_jaccard_threshold = v;
     }
     b.validate().map_err(|e| e.to_string())?;
+    if let Some(v) = limits.warn_before {
+        s.set_monitor_key("warnBefore", &json!(v))
+            .map_err(|e| format!("--warn-before: {e}"))?;
+    }
+    if let Some(v) = limits.budget_warn_percent {
+        s.set_monitor_key("budgetWarnPercent", &json!(v))
+            .map_err(|e| format!("--budget-warn-percent: {e}"))?;
+    }
+    if !limits.tool_limit.is_empty() {
+        let mut tools = serde_json::Map::new();
+        for (name, limit) in &s.tool_limits {
+            tools.insert(name.clone(), json!(limit));
+        }
+        for spec in &limits.tool_limit {
+            let (name, n) = spec
+                .rsplit_once('=')
+                .and_then(|(name, n)| Some((name, n.trim().parse::<u64>().ok()?)))
+                .ok_or_else(|| format!("--tool-limit {spec:?}: expected NAME=N"))?;
+            tools.insert(name.to_string(), json!(n));
+        }
+        s.set_monitor_key("toolLimits", &Value::Object(tools))
+            .map_err(|e| format!("--tool-limit: {e}"))?;
+    }
     for w in &s.warnings {
         eprintln!("agentbreaker: warning: {w}");
     }
@@ -251,16 +285,10 @@ fn cmd_run(args: &RunArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
-    let budget =
-        match agentbreaker::BudgetBreaker::with_clock(s.budget.clone(), SystemClock::shared()) {
-            Ok(b) => b,
-            Err(e) => return fail(EXIT_CONFIG, &e.to_string()),
-        };
-    let stagnation =
-        match StagnationBreaker::with_clock(s.stagnation.clone(), SystemClock::shared()) {
-            Ok(b) => b,
-            Err(e) => return fail(EXIT_CONFIG, &e.to_string()),
-        };
+    let mut watch = match Watch::new(s.monitor_config(), SystemClock::shared()) {
+        Ok(w) => w,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
     let mut supervisor = match Supervisor::new() {
         Ok(s) => s,
         Err(e) => return fail(EXIT_IO, &format!("cannot install signal handlers: {e}")),
@@ -269,10 +297,9 @@ fn cmd_run(args: &RunArgs) -> i32 {
         format: args.limits.format,
         grace: Duration::from_secs(args.grace_secs.unwrap_or(s.grace_secs)),
         status_line: !args.quiet,
-        watch_errors: true,
         task: None,
     };
-    let outcome = match supervisor.run(&args.command, &budget, &stagnation, &opts) {
+    let outcome = match supervisor.run(&args.command, &mut watch, &opts) {
         Ok(o) => o,
         Err(e) => {
             return fail(
@@ -281,22 +308,28 @@ fn cmd_run(args: &RunArgs) -> i32 {
             );
         }
     };
-    let code = match (&outcome.stop, outcome.interrupted, outcome.agent) {
+    let code = match (&watch.halt, outcome.interrupted, outcome.agent) {
         (_, Some(sig), _) => 128 + sig,
-        (Some(stop), None, _) => stop.exit_code(),
+        (Some(halt), None, _) => report::exit_code(halt),
         (None, None, Some(agent)) => agent.shell_code(),
         (None, None, None) => 1,
     };
-    if let Some(stop) = &outcome.stop {
-        eprintln!("{}", stop.card());
+    if let Some(halt) = &watch.halt {
+        eprintln!("{}", report::card(halt));
+    }
+    if watch.invalid > 0 {
+        eprintln!(
+            "agentbreaker: {} events were refused by the Monitor (INVALID_EVENT), e.g. {}",
+            watch.invalid,
+            watch.invalid_samples.first().map_or("", String::as_str)
+        );
     }
     if let Some(path) = &args.report {
         let doc = report::report_json(
-            outcome.stop.as_ref(),
+            &watch,
             code,
             outcome.agent,
             outcome.interrupted.is_some(),
-            &outcome.counters,
             outcome.lines,
             outcome.malformed,
         );
@@ -323,14 +356,14 @@ fn cmd_replay(args: &ReplayArgs) -> i32 {
         }
     };
     match replay::replay(BufReader::new(file), args.limits.format, &s) {
-        Ok(verdict) => {
+        Ok(replayed) => {
             if args.json {
                 out(&format!(
                     "{}\n",
-                    serde_json::to_string_pretty(&verdict.to_json()).unwrap_or_default()
+                    serde_json::to_string_pretty(&replayed.to_json()).unwrap_or_default()
                 ));
             } else {
-                out(&verdict.to_text(&args.file));
+                out(&replayed.to_text(&args.file));
             }
             0
         }

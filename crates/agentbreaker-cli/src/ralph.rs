@@ -1,21 +1,25 @@
 //! `agentbreaker loop -- CMD`: the seed 002 loop engine around a command that does one iteration
-//! per run (a Ralph loop). After each run: files changed (git or file times), tests passing (from
-//! `--test-cmd`), the agent's final text and its errors go to the `Loop` coordinator, which says
-//! continue or exit. The stagnation breaker persists in `.agentbreaker/state.json`.
+//! per run (a Ralph loop). Each run is watched step by step by a Monitor, as `run` watches an
+//! agent (task `iteration-N`): its halt (a budget, a repeated step, a cycle, ...) stops the
+//! iteration and ends the loop. After each run: files changed (git or file times), tests passing
+//! (from `--test-cmd`), the agent's final text and its errors go to the `Loop` coordinator, which
+//! judges iterations and says continue or exit. The stagnation breaker persists in
+//! `.agentbreaker/state.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agentbreaker::{
-    Action, BudgetBreaker, ExitReason, Loop, LoopConfig, Observation, Outcome as LoopOutcome,
-    State, SystemClock, analyze, persist,
+    Action, ExitReason, Loop, LoopConfig, Observation, Outcome as LoopOutcome, State, SystemClock,
+    Verdict, analyze, persist,
 };
 use serde_json::{Value, json};
 
-use crate::report::{EXIT_BUDGET, EXIT_CONFIG, EXIT_IO, EXIT_LOOP, EXIT_NOT_FOUND, Stop};
+use crate::report::{EXIT_BUDGET, EXIT_CONFIG, EXIT_IO, EXIT_LOOP, EXIT_NOT_FOUND, card, slug};
 use crate::settings::Settings;
 use crate::stream::Format;
 use crate::supervise::{Options, Supervisor};
+use crate::watch::Watch;
 use crate::worktree::WorkTree;
 
 /// What `loop` needs beyond the settings.
@@ -39,7 +43,8 @@ fn say(text: &str) {
     eprintln!("agentbreaker: {text}");
 }
 
-/// The state file: `{version: 1, kind: "loop", iteration, stagnation: <SPEC snapshot>, exit}`.
+/// The state file: `{version: 1, kind: "loop", iteration, stagnation: <SPEC snapshot>, exit}`,
+/// plus `halt` (the Monitor's verdict) when the Monitor stopped the last iteration.
 fn state_doc(iteration: u32, agent_loop: &Loop, exit: Option<ExitReason>) -> Value {
     json!({
         "version": 1,
@@ -48,6 +53,16 @@ fn state_doc(iteration: u32, agent_loop: &Loop, exit: Option<ExitReason>) -> Val
         "stagnation": agent_loop.stagnation().snapshot(),
         "exit": exit,
     })
+}
+
+fn halted_doc(iteration: u32, agent_loop: &Loop, halt: &Verdict) -> Value {
+    let exit = halt
+        .reason
+        .filter(|r| r.is_budget())
+        .map(|_| ExitReason::BudgetExceeded);
+    let mut doc = state_doc(iteration, agent_loop, exit);
+    doc["halt"] = halt.to_json();
+    doc
 }
 
 fn save(path: &Path, doc: &Value) -> Result<(), String> {
@@ -157,7 +172,7 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
     let config = LoopConfig {
         max_iterations: settings.max_iterations,
         strategy: settings.strategy.clone(),
-        stagnation: settings.stagnation.clone(),
+        stagnation: settings.loop_stagnation.clone(),
         budget: None,
     };
     let agent_loop = match Loop::with_clock(config, SystemClock::shared()) {
@@ -194,11 +209,10 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
         }
         iteration = iteration.saturating_add(1);
         let before = WorkTree::snapshot(&cwd);
-        let budget = match BudgetBreaker::with_clock(settings.budget.clone(), SystemClock::shared())
-        {
-            Ok(b) => b,
+        let mut watch = match Watch::new(settings.monitor_config(), SystemClock::shared()) {
+            Ok(w) => w,
             Err(e) => {
-                say(&e.to_string());
+                say(&e);
                 return EXIT_CONFIG;
             }
         };
@@ -206,10 +220,9 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
             format: args.format,
             grace,
             status_line: !args.quiet,
-            watch_errors: false,
             task: Some(format!("iteration-{iteration}")),
         };
-        let outcome = match supervisor.run(&args.command, &budget, agent_loop.stagnation(), &opts) {
+        let outcome = match supervisor.run(&args.command, &mut watch, &opts) {
             Ok(o) => o,
             Err(e) => {
                 say(&format!("cannot start {:?}: {e}", args.command[0]));
@@ -223,19 +236,26 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
             ));
             return 128 + sig;
         }
-        if let Some(stop @ Stop::Budget(_)) = &outcome.stop {
-            eprintln!("{}", stop.card());
-            let reason = ExitReason::BudgetExceeded;
-            let _ = save(
-                &state_path,
-                &state_doc(iteration, &agent_loop, Some(reason)),
-            );
+        if watch.invalid > 0 {
             say(&format!(
-                "loop finished after {iteration} iterations: {reason} (failure)"
+                "iteration {iteration}: {} events refused by the Monitor (INVALID_EVENT), e.g. {}",
+                watch.invalid,
+                watch.invalid_samples.first().map_or("", String::as_str)
             ));
-            return exit_code(reason);
         }
-        let files_changed = before.changed_files().max(outcome.stream_files_changed);
+        if let Some(halt) = &watch.halt {
+            // The Monitor stopped the iteration: a budget, or the agent looping inside it.
+            eprintln!("{}", card(halt));
+            let _ = save(&state_path, &halted_doc(iteration, &agent_loop, halt));
+            let code = crate::report::exit_code(halt);
+            say(&format!(
+                "loop finished after {iteration} iterations: the Monitor halted iteration \
+                 {iteration} ({}) (failure)",
+                slug(halt)
+            ));
+            return code;
+        }
+        let files_changed = before.changed_files().max(watch.files_changed);
         let (tests_passing, test_summary) = match &args.test_cmd {
             Some(cmd) => {
                 let (p, s) = run_tests(cmd);
@@ -248,11 +268,11 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
             .clone()
             .unwrap_or_else(|| String::from_utf8_lossy(&outcome.captured).into_owned());
         let error = match outcome.agent {
-            Some(exit) if exit.shell_code() != 0 => Some(match outcome.errors.last() {
+            Some(exit) if exit.shell_code() != 0 => Some(match watch.errors.last() {
                 Some(last) => format!("agent exited with {}: {last}", exit.shell_code()),
                 None => format!("agent exited with {}", exit.shell_code()),
             }),
-            _ => outcome.errors.last().cloned(),
+            _ => watch.errors.last().cloned(),
         };
         let decision = match agent_loop.observe(&Observation {
             output,

@@ -1,74 +1,119 @@
-//! `agentbreaker replay FILE`: run a recorded stream through the same breakers as `run` and say
-//! where it would have been stopped. Timestamps in the stream (`timestamp` or `ts` fields) drive
-//! the clock; lines without one advance it by one second.
+//! `agentbreaker replay FILE`: run a recorded stream through the same parsers and Monitor as `run`
+//! and say where it would have been stopped, and what it would have been warned about.
+//! Timestamps in the stream (`timestamp` or `ts` fields) drive the clock; lines without one
+//! advance it by one second. Between lines the clock walks one second at a time with a tick each
+//! second ([`crate::timeline::walk`]), as `run` ticks live.
 
 use std::io::BufRead;
 use std::path::Path;
 
-use agentbreaker::{BudgetBreaker, ManualClock, SharedClock, StagnationBreaker};
+use agentbreaker::{ManualClock, SharedClock, Verdict};
 use serde_json::{Value, json};
 
-use crate::report::{Stop, clock, dollars};
+use crate::report::{card, clock, dollars, notice, slug};
 use crate::settings::Settings;
-use crate::stream::{Feed, Format, StreamParser};
+use crate::stream::{Format, StreamParser};
+use crate::timeline::walk;
+use crate::watch::Watch;
 
-/// Beyond this many one-second ticks in one gap between lines, time jumps to the next line.
-const MAX_TICKS_PER_GAP: u32 = 100_000;
-
-/// Where and why a recording would have been stopped.
-#[derive(Debug)]
-pub struct Verdict {
-    /// The stop and the 1-based line it happened on.
-    pub stop: Option<(Stop, u64, f64)>,
-    /// Lines in the recording.
-    pub lines: u64,
-    /// Lines not recognised (up to the stop).
-    pub malformed: u64,
-    /// The BudgetBreaker's snapshot at the end (or at the stop).
-    pub counters: agentbreaker::BudgetSnapshot,
+/// Where a verdict came: its 1-based line and the seconds into the recording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct At {
+    /// The line (the line after the last one for what the end of the stream released).
+    pub line: u64,
+    /// Seconds since the first line.
+    pub secs: f64,
 }
 
-impl Verdict {
+/// Where and why a recording would have been stopped, and what it would have been warned about.
+#[derive(Debug)]
+pub struct Replayed {
+    /// The halt and where it came.
+    pub halt: Option<(Verdict, At)>,
+    /// The warnings and where they came (the first 1000).
+    pub warnings: Vec<(Verdict, At)>,
+    /// Lines in the recording.
+    pub lines: u64,
+    /// Lines not recognised (up to the halt).
+    pub malformed: u64,
+    /// The watch at the end (or at the halt): counts, refused events, the Monitor's status.
+    pub watch: Watch,
+}
+
+impl Replayed {
     /// The `--json` document.
     pub fn to_json(&self) -> Value {
+        let at = |a: &At| json!({"line": a.line, "atSecs": a.secs});
         json!({
-            "halted": self.stop.is_some(),
-            "line": self.stop.as_ref().map(|s| s.1),
-            "atSecs": self.stop.as_ref().map(|s| s.2),
-            "halt": self.stop.as_ref().map(|s| s.0.to_json()),
+            "halted": self.halt.is_some(),
+            "line": self.halt.as_ref().map(|h| h.1.line),
+            "atSecs": self.halt.as_ref().map(|h| h.1.secs),
+            "halt": self.halt.as_ref().map(|h| h.0.to_json()),
+            "warnings": self.warnings.iter().map(|(v, a)| {
+                let mut w = v.to_json();
+                w["at"] = at(a);
+                w
+            }).collect::<Vec<_>>(),
+            "warningsTotal": self.watch.warnings_total,
             "lines": self.lines,
             "malformedLines": self.malformed,
-            "counters": self.counters,
+            "events": self.watch.events,
+            "invalidEvents": self.watch.invalid_json(),
+            "status": self.watch.status(),
         })
     }
 
     /// The readable report.
     pub fn to_text(&self, file: &Path) -> String {
         let mut out = String::new();
-        match &self.stop {
-            Some((stop, line, secs)) => {
-                out.push_str(&format!(
-                    "{}: would have been stopped at line {line} of {}, {} into the session.\n{}\n",
-                    file.display(),
-                    self.lines,
-                    clock(*secs),
-                    stop.card()
-                ));
-            }
+        match &self.halt {
+            Some((v, at)) => out.push_str(&format!(
+                "{}: would have been stopped at line {} of {}, {} into the session.\n{}\n",
+                file.display(),
+                at.line,
+                self.lines,
+                clock(at.secs),
+                card(v)
+            )),
             None => out.push_str(&format!(
                 "{}: would have run to the end ({} lines) without a halt.\n",
                 file.display(),
                 self.lines
             )),
         }
-        for t in &self.counters.tasks {
+        if self.watch.warnings_total > 0 {
             out.push_str(&format!(
-                "  task {}: {} tool calls, {} spent, {} running{}\n",
-                t.task_id,
-                t.tool_calls,
-                dollars(t.spend_cents),
-                clock(t.duration_secs),
-                if t.halted { ", halted" } else { "" }
+                "  {} warning{}:\n",
+                self.watch.warnings_total,
+                if self.watch.warnings_total == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ));
+            for (v, at) in &self.warnings {
+                out.push_str(&format!(
+                    "  line {} ({}): {}\n",
+                    at.line,
+                    clock(at.secs),
+                    notice(v).trim_start_matches("agentbreaker: ")
+                ));
+            }
+        }
+        let status = self.watch.status();
+        for t in status["tasks"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "  task {}: {} steps, {} tool calls, {} spent, {} running{}\n",
+                t["taskId"].as_str().unwrap_or("?"),
+                t["steps"],
+                t["toolCalls"],
+                dollars(t["spendCents"].as_f64().unwrap_or(0.0)),
+                clock(t["durationSecs"].as_f64().unwrap_or(0.0)),
+                if t["halted"] == json!(true) {
+                    ", halted"
+                } else {
+                    ""
+                }
             ));
         }
         if self.malformed > 0 {
@@ -77,30 +122,51 @@ impl Verdict {
                 self.malformed
             ));
         }
+        if self.watch.invalid > 0 {
+            out.push_str(&format!(
+                "  {} events were refused by the Monitor (INVALID_EVENT), e.g. {}\n",
+                self.watch.invalid,
+                self.watch
+                    .invalid_samples
+                    .first()
+                    .map_or("", String::as_str)
+            ));
+        }
         out
+    }
+
+    /// The halt's rule slug, if any.
+    pub fn halt_slug(&self) -> Option<&'static str> {
+        self.halt.as_ref().map(|(v, _)| slug(v))
     }
 }
 
-/// Replays `reader` (the lines of a recording).
+/// Replays `reader` (the lines of a recording) through a Monitor of `settings`.
 pub fn replay(
     reader: impl BufRead,
     format: Format,
     settings: &Settings,
-) -> std::io::Result<Verdict> {
+) -> std::io::Result<Replayed> {
     let manual = ManualClock::shared(0);
-    let clock_handle: SharedClock = manual.clone();
-    let budget = BudgetBreaker::with_clock(settings.budget.clone(), clock_handle.clone())
-        .map_err(std::io::Error::other)?;
-    let stagnation = StagnationBreaker::with_clock(settings.stagnation.clone(), clock_handle)
-        .map_err(std::io::Error::other)?;
+    let shared: SharedClock = manual.clone();
+    let mut watch = Watch::new(settings.monitor_config(), shared).map_err(std::io::Error::other)?;
     let mut parser = StreamParser::new(format);
-    let mut feed = Feed::new(true);
     // Epoch time of the first timestamp minus the clock at that line.
     let mut offset: Option<u64> = None;
-    let mut stop = None;
+    let mut halt = None;
+    let mut warnings = Vec::new();
     let mut reader = reader;
     let mut line = Vec::new();
     let mut number = 0u64;
+    let mut keep = |said: Vec<Verdict>, at: At, halt: &mut Option<(Verdict, At)>| {
+        for v in said {
+            if v.is_halt() {
+                *halt = Some((v, at.clone()));
+            } else if warnings.len() < 1000 {
+                warnings.push((v, at.clone()));
+            }
+        }
+    };
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line)? == 0 {
@@ -109,7 +175,7 @@ pub fn replay(
         number += 1;
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let before = parser.last_timestamp_ms;
-        let signals = parser.parse_line(text);
+        let events = parser.parse_line(text);
         let target = match parser
             .last_timestamp_ms
             .filter(|_| parser.last_timestamp_ms != before)
@@ -120,27 +186,31 @@ pub fn replay(
             }
             None => manual.now() + 1000,
         };
-        // Time passes up to this line as it would have live: a tick every second (the live
-        // supervisor's rhythm), so an idle gap is caught when it would have been.
-        let mut found = None;
-        let mut ticks = 0u32;
-        while found.is_none() && manual.now() < target {
-            ticks += 1;
-            let next = if ticks > MAX_TICKS_PER_GAP {
-                target
-            } else {
-                (manual.now() + 1000).min(target)
-            };
-            manual.set(next);
-            found = budget.tick().into_iter().next().map(Stop::Budget);
+        // Time passes up to this line as it would have live.
+        let ticked = watch.record_all(walk(&manual, &watch.monitor, target));
+        let at = || At {
+            line: number,
+            secs: manual.now() as f64 / 1000.0,
+        };
+        keep(ticked, at(), &mut halt);
+        if halt.is_none() {
+            let said = watch.observe(&events);
+            keep(said, at(), &mut halt);
         }
-        let found = found.or_else(|| feed.feed(signals, &budget, &stagnation));
-        if let Some(s) = found {
-            stop = Some((s, number, manual.now() as f64 / 1000.0));
+        if halt.is_some() {
             break;
         }
     }
-    let counters = budget.snapshot();
+    if halt.is_none() {
+        // What the parser held back until the end (a last message's text).
+        let events = parser.finish();
+        let said = watch.observe(&events);
+        let at = At {
+            line: number + 1,
+            secs: manual.now() as f64 / 1000.0,
+        };
+        keep(said, at, &mut halt);
+    }
     // Count the rest of the recording, for "line 51 of 143".
     loop {
         line.clear();
@@ -149,11 +219,12 @@ pub fn replay(
         }
         number += 1;
     }
-    Ok(Verdict {
-        stop,
+    Ok(Replayed {
+        halt,
+        warnings,
         lines: number,
         malformed: parser.malformed,
-        counters,
+        watch,
     })
 }
 
@@ -161,45 +232,72 @@ pub fn replay(
 mod tests {
     use super::*;
 
-    fn run(text: &str, settings: &Settings) -> Verdict {
+    fn run(text: &str, settings: &Settings) -> Replayed {
         replay(text.as_bytes(), Format::Auto, settings).unwrap()
     }
 
     #[test]
-    fn a_runaway_stream_stops_at_the_51st_tool_call() {
-        let text = "{\"type\":\"tool_use\",\"name\":\"fetch\"}\n".repeat(60);
-        let v = run(&text, &Settings::defaults());
-        let (stop, line, _) = v.stop.unwrap();
-        assert_eq!(line, 51);
-        assert_eq!(stop.slug(), "tool_call_limit");
+    fn a_runaway_stream_stops_past_the_tool_call_limit() {
+        let text: String = (0..60)
+            .map(|i| {
+                format!("{{\"type\":\"tool_use\",\"name\":\"fetch\",\"input\":{{\"page\":{i}}}}}\n")
+            })
+            .collect();
+        // The seed profile: 50 tool calls per task.
+        let v = run(&text, &Settings::from_profile("seed").unwrap());
+        let (halt, at) = v.halt.clone().unwrap();
+        assert_eq!(at.line, 51);
+        assert_eq!(slug(&halt), "tool_call_limit");
         assert_eq!(v.lines, 60);
+        // Warned at 80% of the limit, on line 40.
+        assert_eq!(v.warnings[0].1.line, 40);
+        assert_eq!(slug(&v.warnings[0].0), "tool_call_limit");
+        // The default profile allows 200 per task.
+        assert!(
+            run(&text, &Settings::from_profile("coding-agent").unwrap())
+                .halt
+                .is_none()
+        );
     }
 
     #[test]
     fn timestamps_drive_the_clock() {
-        let mut settings = Settings::defaults();
+        let mut settings = Settings::from_profile("coding-agent").unwrap();
         settings.budget.max_idle_secs = 60;
         let text = "{\"type\":\"tool_use\",\"name\":\"a\",\"ts\":1000000}\n\
                     {\"type\":\"tool_use\",\"name\":\"a\",\"ts\":1030000}\n\
                     {\"type\":\"tool_use\",\"name\":\"a\",\"ts\":1100000}\n";
         let v = run(text, &settings);
-        let (stop, line, secs) = v.stop.unwrap();
-        assert_eq!(stop.slug(), "idle_timeout");
-        assert_eq!(line, 3);
+        let (halt, at) = v.halt.unwrap();
+        assert_eq!(slug(&halt), "idle_timeout");
+        assert_eq!(at.line, 3);
         // Idle since 30 s; the tick at 91 s is the first past the 60 s limit.
-        assert!((secs - 91.0).abs() < 1e-9, "{secs}");
+        assert!((at.secs - 91.0).abs() < 1e-9, "{}", at.secs);
     }
 
     #[test]
-    fn a_healthy_stream_runs_to_the_end() {
+    fn a_healthy_stream_runs_to_the_end_and_refusals_are_reported() {
         let text = "{\"type\":\"assistant\",\"text\":\"a b c\"}\nnot json\n\
-                    {\"type\":\"assistant\",\"text\":\"d e f\"}\n";
-        let v = run(text, &Settings::defaults());
-        assert!(v.stop.is_none());
-        assert_eq!((v.lines, v.malformed), (3, 1));
+                    {\"type\":\"assistant\",\"text\":\"d e f\"}\n{\"type\":\"tool_use\"}\n";
+        let v = run(text, &Settings::from_profile("coding-agent").unwrap());
+        assert!(v.halt.is_none());
+        assert_eq!((v.lines, v.malformed), (4, 1));
+        assert_eq!(v.watch.invalid, 1);
+        let out = v.to_text(Path::new("x"));
+        assert!(out.contains("would have run to the end"), "{out}");
         assert!(
-            v.to_text(Path::new("x"))
-                .contains("would have run to the end")
+            out.contains("1 events were refused by the Monitor"),
+            "{out}"
         );
+        let doc = v.to_json();
+        assert_eq!(doc["invalidEvents"]["count"], 1);
+        assert_eq!(doc["halted"], false);
+    }
+
+    #[test]
+    fn the_last_message_text_is_observed_at_the_end() {
+        let text = r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Done."}]},"session_id":"s"}"#;
+        let v = run(text, &Settings::from_profile("coding-agent").unwrap());
+        assert_eq!(v.watch.events, 2, "alive, then the message at the end");
     }
 }

@@ -1,11 +1,16 @@
-//! Why a run was stopped, in words (the halt card) and as JSON (the report), and the exit codes.
+//! Why a run was stopped, in words (the halt card, the warning notice) and as JSON (the report),
+//! and the exit codes. Everything here reads the Monitor's verdict: the rule by its slug, the
+//! message and the nudge the core wrote.
 
-use agentbreaker::{BudgetSnapshot, Halt, HaltReason, StagnationDecision};
+use agentbreaker::{Rule, Verdict};
 use serde_json::{Value, json};
+
+use crate::watch::Watch;
 
 /// Exit code: the supervisor stopped the agent for a budget (tool calls, spend, duration, idle).
 pub const EXIT_BUDGET: i32 = 2;
-/// Exit code: the supervisor stopped a loop (near-identical outputs, stagnation).
+/// Exit code: the supervisor stopped a loop (repeated steps, cycles, failures, near-identical
+/// outputs, no progress).
 pub const EXIT_LOOP: i32 = 3;
 /// Exit code: bad command line (clap's own 2 would read as a budget halt).
 pub const EXIT_USAGE: i32 = 64;
@@ -16,108 +21,88 @@ pub const EXIT_NOT_FOUND: i32 = 127;
 /// Exit code: a file could not be read or written.
 pub const EXIT_IO: i32 = 74;
 
-/// What stopped the agent.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Stop {
-    /// A BudgetBreaker halt.
-    Budget(Halt),
-    /// The StagnationBreaker opened (the same error again and again).
-    Stagnation(StagnationDecision),
+/// The exit code of a run the Monitor halted: 2 for a budget rule, 3 for the others.
+pub fn exit_code(halt: &Verdict) -> i32 {
+    match halt.reason {
+        Some(rule) if rule.is_budget() => EXIT_BUDGET,
+        _ => EXIT_LOOP,
+    }
 }
 
-impl Stop {
-    /// The exit code of a run stopped this way.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Stop::Budget(h) if matches!(h.reason, HaltReason::OutputLoop { .. }) => EXIT_LOOP,
-            Stop::Budget(_) => EXIT_BUDGET,
-            Stop::Stagnation(_) => EXIT_LOOP,
-        }
-    }
+/// The verdict's rule slug (`"-"` for a verdict without one).
+pub fn slug(v: &Verdict) -> &'static str {
+    v.reason.map_or("-", Rule::slug)
+}
 
-    /// The machine-readable slug.
-    pub fn slug(&self) -> &'static str {
-        match self {
-            Stop::Budget(h) => h.reason.slug(),
-            Stop::Stagnation(_) => "stagnation",
+/// Where to change the threshold of a rule.
+fn tuning(rule: Rule) -> &'static str {
+    match rule {
+        Rule::ToolCallLimit => {
+            "--max-tool-calls N, AGENTBREAKER_TOOL_CAP or [budget] maxToolCallsPerTask"
         }
-    }
-
-    /// The stop as JSON: a halt's own shape, or `{kind: "Stagnation", slug, message, state}`.
-    pub fn to_json(&self) -> Value {
-        match self {
-            Stop::Budget(h) => h.to_json(),
-            Stop::Stagnation(d) => json!({
-                "kind": "Stagnation",
-                "slug": "stagnation",
-                "taskId": null,
-                "message": d.reason,
-                "state": d.state,
-            }),
+        Rule::ToolLimit => "--tool-limit NAME=N or [monitor] toolLimits",
+        Rule::TokenSpendLimit => {
+            "--max-spend-cents N, AGENTBREAKER_COST_CAP_CENTS or [budget] \
+             maxTokenSpendCentsPerTask"
         }
+        Rule::DurationLimit => {
+            "--duration-secs N, AGENTBREAKER_DURATION_SECS or [budget] maxTaskDurationSecs"
+        }
+        Rule::IdleTimeout => "--idle-secs N, AGENTBREAKER_IDLE_SECS or [budget] maxIdleSecs",
+        Rule::OutputLoop => "[budget] loopWindow, or --jaccard X (similarityJaccardThreshold)",
+        Rule::RepeatedStep => "[stagnation] repeatThreshold (0 turns it off)",
+        Rule::Cycle => "[stagnation] cycleRepeats and maxCycleLength (0 turns it off)",
+        Rule::FailStreak => {
+            "[stagnation] failStreakThreshold and failStreakDistinct (0 turns it off)"
+        }
+        Rule::FailWindow => "[stagnation] failWindow and failWindowPercent (0 turns it off)",
+        Rule::SameError => "[stagnation] sameErrorThreshold",
+        Rule::ConsecutiveFailures => "[failure] failureThreshold",
+        Rule::NoProgress => "[stagnation] noProgressThreshold",
+        Rule::OutputDecline => "[stagnation] outputDeclineThreshold and noProgressThreshold",
     }
+}
 
-    /// The halt card: what happened, in plain words, with the counters and what to do.
-    pub fn card(&self) -> String {
-        let body = match self {
-            Stop::Budget(h) => {
-                let task = &h.task_id;
-                match &h.reason {
-                    HaltReason::ToolCallLimit { actual, limit } => format!(
-                        "Stopped after {actual} tool calls in task {task} (limit {limit}). The \
-                         agent kept calling tools without finishing; narrow the task, or raise \
-                         the limit with --max-tool-calls or AGENTBREAKER_TOOL_CAP."
-                    ),
-                    HaltReason::TokenSpendLimit {
-                        actual_cents,
-                        limit_cents,
-                    } => format!(
-                        "Stopped after spending {} in task {task} (limit {}). Raise the limit \
-                         with --max-spend-cents or AGENTBREAKER_COST_CAP_CENTS.",
-                        dollars(*actual_cents),
-                        dollars(*limit_cents as f64)
-                    ),
-                    HaltReason::DurationLimit {
-                        actual_secs,
-                        limit_secs,
-                    } => format!(
-                        "Stopped after running {} in task {task} (limit {}). Raise the limit \
-                         with --duration-secs or AGENTBREAKER_DURATION_SECS.",
-                        clock(*actual_secs),
-                        clock(*limit_secs as f64)
-                    ),
-                    HaltReason::IdleTimeout {
-                        idle_secs,
-                        limit_secs,
-                    } => format!(
-                        "Stopped after {} without any output from the agent in task {task} \
-                         (limit {}). Raise the limit with --idle-secs or AGENTBREAKER_IDLE_SECS.",
-                        clock(*idle_secs),
-                        clock(*limit_secs as f64)
-                    ),
-                    HaltReason::OutputLoop {
-                        window_size,
-                        similarity_jaccard,
-                        threshold,
-                    } => format!(
-                        "Stopped because the agent's last {window_size} answers in task {task} \
-                         were near-identical (Jaccard similarity {similarity_jaccard:.2}, limit \
-                         {threshold}). It is repeating itself instead of making progress."
-                    ),
-                }
-            }
-            Stop::Stagnation(d) => format!(
-                "Stopped because the agent is stuck: {}. It keeps hitting the same error \
-                 without changing anything.",
-                d.reason.as_deref().unwrap_or("no progress")
-            ),
-        };
-        format!(
-            "agentbreaker: {body}\nagentbreaker: reason {} (exit code {})",
-            self.slug(),
-            self.exit_code()
-        )
+fn place(v: &Verdict) -> String {
+    format!(
+        "task {}, step {}",
+        v.task_id.as_deref().unwrap_or("-"),
+        v.step
+    )
+}
+
+/// The one-line notice of a warning (stderr; the agent's stdout is left alone).
+pub fn notice(v: &Verdict) -> String {
+    format!(
+        "agentbreaker: warning [{}] {}: {} | nudge: {}",
+        slug(v),
+        place(v),
+        v.message.as_deref().unwrap_or(""),
+        v.nudge.as_deref().unwrap_or("")
+    )
+}
+
+/// The halt card: the rule that fired (its slug and message), what the model would be told, where
+/// to change the threshold, and the exit code.
+pub fn card(v: &Verdict) -> String {
+    let mut out = format!(
+        "agentbreaker: stopped by rule {}: {} ({})",
+        slug(v),
+        v.message.as_deref().unwrap_or(""),
+        place(v)
+    );
+    if let Some(nudge) = &v.nudge {
+        out.push_str(&format!("\nagentbreaker: nudge for the agent: {nudge}"));
     }
+    if let Some(rule) = v.reason {
+        out.push_str(&format!("\nagentbreaker: to tune it: {}", tuning(rule)));
+    }
+    out.push_str(&format!(
+        "\nagentbreaker: reason {} (exit code {})",
+        slug(v),
+        exit_code(v)
+    ));
+    out
 }
 
 /// `$12.34` from cents.
@@ -167,23 +152,26 @@ impl AgentExit {
 
 /// The `--report` document.
 pub fn report_json(
-    stop: Option<&Stop>,
+    watch: &Watch,
     exit_code: i32,
     agent: Option<AgentExit>,
     interrupted: bool,
-    counters: &BudgetSnapshot,
     lines: u64,
     malformed: u64,
 ) -> Value {
     json!({
-        "stopped": stop.is_some(),
-        "halt": stop.map(Stop::to_json),
+        "stopped": watch.halt.is_some(),
+        "halt": watch.halt.as_ref().map(Verdict::to_json),
+        "warnings": watch.warnings.iter().map(Verdict::to_json).collect::<Vec<_>>(),
+        "warningsTotal": watch.warnings_total,
         "exitCode": exit_code,
         "interrupted": interrupted,
         "agent": agent.map(AgentExit::to_json),
-        "counters": counters,
+        "status": watch.status(),
         "lines": lines,
         "malformedLines": malformed,
+        "events": watch.events,
+        "invalidEvents": watch.invalid_json(),
     })
 }
 
@@ -191,39 +179,83 @@ pub fn report_json(
 mod tests {
     use super::*;
 
+    fn halt_of(events: &[Value], config: Value) -> Verdict {
+        let monitor = agentbreaker::Monitor::with_clock(
+            agentbreaker::MonitorConfig::from_json(&config).unwrap(),
+            agentbreaker::ManualClock::shared(0),
+        )
+        .unwrap();
+        events
+            .iter()
+            .map(|e| monitor.observe(e).unwrap())
+            .find(Verdict::is_halt)
+            .unwrap()
+    }
+
     #[test]
-    fn cards_say_what_happened_with_the_counters() {
-        let stop = Stop::Budget(Halt {
-            task_id: "session".into(),
-            reason: HaltReason::ToolCallLimit {
-                actual: 51,
-                limit: 50,
-            },
-        });
-        let card = stop.card();
+    fn cards_name_the_rule_that_fired() {
+        let calls: Vec<Value> = (0..6)
+            .map(|i| json!({"type": "tool_use", "name": "fetch", "input": {"url": i}}))
+            .collect();
+        let halt = halt_of(&calls, json!({"budget": {"maxToolCallsPerTask": 5}}));
+        let card = card(&halt);
         assert!(
             card.starts_with(
-                "agentbreaker: Stopped after 51 tool calls in task session (limit 50)."
+                "agentbreaker: stopped by rule tool_call_limit: tool calls: 6 of 5 (task session, \
+                 step 1)"
             ),
             "{card}"
         );
         assert!(
+            card.contains("nudge for the agent: You have used all 5 tool calls"),
+            "{card}"
+        );
+        assert!(card.contains("--max-tool-calls"), "{card}");
+        assert!(
             card.ends_with("reason tool_call_limit (exit code 2)"),
             "{card}"
         );
-        let idle = Stop::Budget(Halt {
-            task_id: "session".into(),
-            reason: HaltReason::IdleTimeout {
-                idle_secs: 301.0,
-                limit_secs: 300,
-            },
-        });
+        assert_eq!(exit_code(&halt), EXIT_BUDGET);
+
+        // A cycle is named as a cycle, with exit code 3.
+        let mut events = Vec::new();
+        for i in 0..12 {
+            let cmd = if i % 2 == 0 { "make" } else { "cat Makefile" };
+            events.push(json!({"type": "assistant", "text": ""}));
+            events.push(
+                json!({"type": "tool_use", "name": "Bash", "id": format!("t{i}"),
+                               "input": {"command": cmd}}),
+            );
+            events.push(
+                json!({"type": "tool_result", "id": format!("t{i}"), "ok": i % 2 == 1,
+                               "text": format!("out {cmd}")}),
+            );
+        }
+        let halt = halt_of(&events, json!({}));
+        assert_eq!(slug(&halt), "cycle");
+        let card = super::card(&halt);
         assert!(
-            idle.card().contains("after 5m01s without any output"),
-            "{}",
-            idle.card()
+            card.starts_with("agentbreaker: stopped by rule cycle: a cycle of 2 steps"),
+            "{card}"
         );
-        assert_eq!(idle.exit_code(), EXIT_BUDGET);
+        assert!(card.ends_with("reason cycle (exit code 3)"), "{card}");
+        assert_eq!(exit_code(&halt), EXIT_LOOP);
+        let warn = Verdict {
+            action: agentbreaker::VerdictAction::Warn,
+            ..halt.clone()
+        };
+        let line = notice(&warn);
+        assert!(
+            line.starts_with(
+                "agentbreaker: warning [cycle] task session, step 6: a cycle of 2 steps"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+        assert!(
+            line.contains(" | nudge: You are going in circles"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -5,20 +5,30 @@
 //! ```toml
 //! [budget]        # BudgetBreaker (SPEC 4): maxToolCallsPerTask, maxIdleSecs, prices, ...
 //! [stagnation]    # StagnationBreaker (SPEC 3): noProgressThreshold, sameErrorThreshold, ...
-//! [failure]       # FailureBreaker (SPEC 2), used by `eval`: failureThreshold, ...
+//! [failure]       # FailureBreaker (SPEC 2): failureThreshold, ...
+//! [monitor]       # the Monitor's ladder and per-tool limits: warnBefore, budgetWarnPercent,
+//!                 # toolLimits = { WebFetch = 20 }
 //! [loop]          # `agentbreaker loop`: maxIterations, strategy = { type = "auto" }
 //! [supervisor]    # `agentbreaker run`: graceSecs
 //! ```
+//!
+//! Together they make the [`MonitorConfig`] that `run`, `replay` and `loop` watch the agent with.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agentbreaker::{
-    BudgetConfig, FailureConfig, StagnationConfig, StrategyConfig, apply_env, profile,
+    BudgetConfig, FailureConfig, MonitorConfig, StagnationConfig, StrategyConfig, apply_env,
+    profile,
 };
 use serde_json::{Map, Value, json};
 
 /// The file read from the working directory when no `--config` is given.
 pub const DEFAULT_FILE: &str = "agentbreaker.toml";
+/// The variable that sets `[monitor] warnBefore`.
+pub const ENV_WARN_BEFORE: &str = "AGENTBREAKER_WARN_BEFORE";
+/// The variable that sets `[monitor] budgetWarnPercent`.
+pub const ENV_BUDGET_WARN_PERCENT: &str = "AGENTBREAKER_BUDGET_WARN_PERCENT";
 
 /// Everything the commands need, after all layers.
 #[derive(Debug, Clone)]
@@ -27,8 +37,17 @@ pub struct Settings {
     pub budget: BudgetConfig,
     /// The StagnationBreaker config.
     pub stagnation: StagnationConfig,
-    /// The FailureBreaker config (`eval`).
+    /// The FailureBreaker config.
     pub failure: FailureConfig,
+    /// The most calls of a tool one task may make (`[monitor] toolLimits`).
+    pub tool_limits: BTreeMap<String, u64>,
+    /// How many counts before a rule's threshold it warns (`[monitor] warnBefore`, 0 = never).
+    pub warn_before: u32,
+    /// The percent of a budget at which it warns (`[monitor] budgetWarnPercent`, 0 = never).
+    pub budget_warn_percent: u32,
+    /// `loop`: how iterations are judged: the seed's StagnationBreaker with the file's
+    /// `[stagnation]` keys (the profiles' step-level values are not meant for iterations).
+    pub loop_stagnation: StagnationConfig,
     /// The profile the settings started from (`seed` = the defaults), as `config` reports it.
     pub profile: &'static str,
     /// `loop`: iteration cap.
@@ -52,6 +71,10 @@ impl Settings {
             budget: BudgetConfig::default(),
             stagnation: StagnationConfig::default(),
             failure: FailureConfig::default(),
+            tool_limits: BTreeMap::new(),
+            warn_before: 2,
+            budget_warn_percent: 80,
+            loop_stagnation: StagnationConfig::default(),
             profile: "seed",
             max_iterations: 50,
             strategy: StrategyConfig::default(),
@@ -104,7 +127,30 @@ impl Settings {
             Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         }
-        let layered = apply_env(s.budget.clone(), env);
+        let mut rest = Vec::new();
+        for (k, v) in env {
+            let (k, v) = (k.as_ref(), v.as_ref());
+            match k {
+                ENV_WARN_BEFORE | ENV_BUDGET_WARN_PERCENT => {
+                    let key = if k == ENV_WARN_BEFORE {
+                        "warnBefore"
+                    } else {
+                        "budgetWarnPercent"
+                    };
+                    match v.trim().parse::<u64>() {
+                        Ok(n) => match s.set_monitor_key(key, &Value::from(n)) {
+                            Ok(()) => {}
+                            Err(e) => s.warnings.push(format!("{k}={v:?}: {e}")),
+                        },
+                        Err(_) => s
+                            .warnings
+                            .push(format!("{k}={v:?}: not a whole number; ignored")),
+                    }
+                }
+                _ => rest.push((k.to_string(), v.to_string())),
+            }
+        }
+        let layered = apply_env(s.budget.clone(), rest);
         s.budget = layered.config;
         s.warnings.extend(
             layered
@@ -131,6 +177,19 @@ impl Settings {
                     self.stagnation =
                         StagnationConfig::from_json(&merged(&self.stagnation, value)?)
                             .map_err(|e| e.to_string())?;
+                    self.loop_stagnation =
+                        StagnationConfig::from_json(&merged(&self.loop_stagnation, value)?)
+                            .map_err(|e| e.to_string())?;
+                }
+                "monitor" => {
+                    let table = section(
+                        value,
+                        "monitor",
+                        &["warnBefore", "budgetWarnPercent", "toolLimits"],
+                    )?;
+                    for (k, v) in table {
+                        self.set_monitor_key(k, v)?;
+                    }
                 }
                 "failure" => {
                     self.failure = FailureConfig::from_json(&merged(&self.failure, value)?)
@@ -150,7 +209,8 @@ impl Settings {
                 }
                 other => {
                     return Err(format!(
-                        "unknown section [{other}] (budget, stagnation, failure, loop, supervisor)"
+                        "unknown section [{other}] (budget, stagnation, failure, monitor, loop, \
+                         supervisor)"
                     ));
                 }
             }
@@ -173,6 +233,33 @@ impl Settings {
         Ok(())
     }
 
+    /// Sets one `[monitor]` key (`warnBefore`, `budgetWarnPercent`, `toolLimits`), checked as the
+    /// core checks a Monitor config.
+    pub fn set_monitor_key(&mut self, key: &str, value: &Value) -> Result<(), String> {
+        let checked = MonitorConfig::from_json(&json!({"profile": "seed", key: value}))
+            .map_err(|e| e.to_string())?;
+        match key {
+            "warnBefore" => self.warn_before = checked.warn_before,
+            "budgetWarnPercent" => self.budget_warn_percent = checked.budget_warn_percent,
+            _ => self.tool_limits = checked.tool_limits,
+        }
+        Ok(())
+    }
+
+    /// The Monitor's configuration: the profile's sections after every layer, the per-tool limits
+    /// and the warning ladder.
+    pub fn monitor_config(&self) -> MonitorConfig {
+        MonitorConfig {
+            profile: self.profile.to_string(),
+            failure: self.failure.clone(),
+            stagnation: self.stagnation.clone(),
+            budget: self.budget.clone(),
+            tool_limits: self.tool_limits.clone(),
+            warn_before: self.warn_before,
+            budget_warn_percent: self.budget_warn_percent,
+        }
+    }
+
     /// Replaces the exit strategy (validated by the core).
     pub fn set_strategy(&mut self, strategy: Value) -> Result<(), String> {
         self.strategy = StrategyConfig::from_json(&strategy).map_err(|e| e.to_string())?;
@@ -187,6 +274,11 @@ impl Settings {
             "budget": self.budget,
             "stagnation": self.stagnation,
             "failure": self.failure,
+            "monitor": {
+                "warnBefore": self.warn_before,
+                "budgetWarnPercent": self.budget_warn_percent,
+                "toolLimits": self.tool_limits,
+            },
             "loop": {"maxIterations": self.max_iterations, "strategy": self.strategy_json},
             "supervisor": {"graceSecs": self.grace_secs},
         })
@@ -263,13 +355,28 @@ mod tests {
     fn layers_file_then_environment() {
         let s = load_text(
             "[budget]\nmaxToolCallsPerTask = 200\nmaxIdleSecs = 60\n[loop]\nmaxIterations = 7\n\
-             strategy = { type = \"done_signals\" }\n[supervisor]\ngraceSecs = 3\n",
+             strategy = { type = \"done_signals\" }\n[supervisor]\ngraceSecs = 3\n\
+             [monitor]\nwarnBefore = 1\ntoolLimits = { WebFetch = 20 }\n",
             &[
                 ("AGENTBREAKER_IDLE_SECS", "90"),
                 ("AGENTBREAKER_JACCARD", "2"),
+                ("AGENTBREAKER_BUDGET_WARN_PERCENT", "50"),
             ],
         )
         .unwrap();
+        assert_eq!(s.warn_before, 1);
+        assert_eq!(s.budget_warn_percent, 50);
+        assert_eq!(s.tool_limits["WebFetch"], 20);
+        let m = s.monitor_config();
+        assert_eq!(
+            (
+                m.warn_before,
+                m.budget_warn_percent,
+                m.tool_limits["WebFetch"]
+            ),
+            (1, 50, 20)
+        );
+        assert_eq!(m.budget.max_idle_secs, 90);
         assert_eq!(s.budget.max_tool_calls_per_task, 200);
         assert_eq!(s.budget.max_idle_secs, 90);
         assert_eq!(s.budget.similarity_jaccard_threshold, 0.95);
@@ -291,9 +398,19 @@ mod tests {
             "[nonsense]\n",
             "[loop]\nstrategy = { type = \"magic\" }\n",
             "not toml =",
+            "[monitor]\nwarnBefore = -1\n",
+            "[monitor]\nbudgetWarnPercent = 101\n",
+            "[monitor]\ntoolLimits = { x = 1.5 }\n",
+            "[monitor]\nnope = 1\n",
         ] {
             assert!(load_text(bad, &[]).is_err(), "{bad}");
         }
+        let bad_env = load_text("", &[("AGENTBREAKER_WARN_BEFORE", "lots")]).unwrap();
+        assert_eq!(
+            bad_env.warn_before, 2,
+            "an invalid variable keeps the value"
+        );
+        assert_eq!(bad_env.warnings.len(), 1, "{:?}", bad_env.warnings);
         let missing = Settings::load_over(
             Settings::defaults(),
             Some(Path::new("/nonexistent/agentbreaker.toml")),
@@ -311,6 +428,7 @@ mod tests {
                 "[budget]",
                 "[stagnation]",
                 "[failure]",
+                "[monitor]",
                 "[loop]",
                 "[supervisor]",
             ] {
@@ -324,6 +442,27 @@ mod tests {
             assert_eq!(again.budget, s.budget, "{profile}");
             assert_eq!(again.stagnation, s.stagnation, "{profile}");
             assert_eq!(again.failure, s.failure, "{profile}");
+            assert_eq!(again.warn_before, s.warn_before, "{profile}");
+            assert_eq!(again.tool_limits, s.tool_limits, "{profile}");
         }
+    }
+}
+
+#[cfg(test)]
+mod loop_tests {
+    use super::*;
+
+    #[test]
+    fn loop_judges_iterations_with_the_seed_rules_and_the_files_stagnation_keys() {
+        let s = Settings::from_profile("coding-agent").unwrap();
+        assert_eq!(s.loop_stagnation, StagnationConfig::default());
+        assert_eq!(s.monitor_config().profile, "coding-agent");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentbreaker.toml");
+        std::fs::write(&path, "[stagnation]\nnoProgressThreshold = 6\n").unwrap();
+        let s = Settings::load_over(s, Some(&path), [("", "")]).unwrap();
+        assert_eq!(s.loop_stagnation.no_progress_threshold, 6);
+        assert_eq!(s.stagnation.no_progress_threshold, 6);
+        assert_eq!(s.loop_stagnation.repeat_threshold, 0);
     }
 }

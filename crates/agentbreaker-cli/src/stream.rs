@@ -1,29 +1,42 @@
-//! Reading an agent's output: one line at a time, into signals for the breakers.
+//! Reading an agent's output: one line at a time, into the Monitor's events (contract section
+//! 11: `assistant`, `tool_use`, `tool_result`, `usage`, `error`, `progress`, `heartbeat`,
+//! `alive`). The parsers decide nothing: every decision comes from the Monitor's verdicts.
 //!
 //! Three formats are understood (and told apart line by line in `auto` mode):
-//! - Claude Code `--output-format stream-json`: `assistant` lines (text and `tool_use` blocks, with
-//!   the message's `usage` repeated on every block of one message — counted once per message id),
-//!   `user` lines carrying `tool_result`s (`is_error` results are errors; a successful `Edit`,
-//!   `Write`, `MultiEdit` or `NotebookEdit` is progress), and the final `result`;
-//! - Codex `exec --json`: `item.*` events (`agent_message`, `command_execution`, `file_change`,
-//!   `mcp_tool_call`, `web_search`, `error`), `turn.completed` usage, `turn.failed` and `error`;
-//! - the plain event objects of SPEC section 4 (`heartbeat`, `assistant`, `tool_use`, `usage`).
+//! - Claude Code `--output-format stream-json`: per model message (one message is spread over
+//!   several `assistant` lines with the same `message.id`, one content block each), an
+//!   `assistant` event with its text (`""` when it only called tools) before its `tool_use`
+//!   events, and its `usage` once; per `tool_result` block of a `user` line a `tool_result`
+//!   (and, for a successful `Edit`, `Write`, `MultiEdit` or `NotebookEdit`, a `progress` event
+//!   with the file and a digest of the edit just before it); subagent lines (`parent_tool_use_id`)
+//!   count for the task named by that id, which is closed (heartbeat `done`) when its parent's
+//!   `Task` call returns; the final `result` (its text is the final answer, an error result an
+//!   `error` event);
+//! - Codex `exec --json`: `agent_message` items → `assistant`; `command_execution`,
+//!   `file_change`, `mcp_tool_call` and `web_search` items → a `tool_use` (when the item starts,
+//!   or when it completes without having started) and a `tool_result` when it completes (a
+//!   completed `file_change` also a `progress`); `turn.completed` → `usage`; `turn.failed` →
+//!   `error`; the top-level `error` lines (retry notices like "Reconnecting... 2/5", or the
+//!   message a `turn.failed` repeats) and `error` items (warnings) → transient `error` events;
+//! - the Monitor's own events, one JSON object per line.
 //!
-//! Anything else (non-JSON, truncated JSON, binary, unknown shapes) is counted as malformed and
-//! otherwise ignored: the supervisor passes every line through unchanged whatever it says.
+//! Lines that only show the agent is alive (`system`, `thread.started`, reasoning, ...) become
+//! `alive` events. Anything else (non-JSON, truncated JSON, binary, unknown shapes) is counted as
+//! malformed and otherwise ignored: the supervisor passes every line through unchanged whatever it
+//! says.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::str::FromStr;
 
-use agentbreaker::{
-    AgentEvent, AgentStep, BudgetBreaker, EventKind, IterationMetrics, StagnationBreaker, Usage,
-};
+use serde_json::{Map, Value, json};
 
-use crate::report::Stop;
-use serde_json::{Map, Value};
-
-/// The most recent message / item / tool ids remembered for de-duplication.
+/// The most recent message / item / tool ids remembered across lines.
 const MAX_REMEMBERED_IDS: usize = 4096;
+/// The most tasks with a model message in progress at once (more: the oldest is flushed).
+const MAX_PENDING_MESSAGES: usize = 64;
+/// The longest text kept for a message still being read (the Monitor keeps 8 KB of a step's text;
+/// what matters for it is the start and the length).
+const MAX_PENDING_TEXT: usize = 64 * 1024;
 
 /// Which format the agent prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -34,7 +47,7 @@ pub enum Format {
     Claude,
     /// Codex `exec --json`.
     Codex,
-    /// The event objects of SPEC section 4.
+    /// The Monitor's events (contract section 11), one per line.
     Events,
 }
 
@@ -52,21 +65,6 @@ impl FromStr for Format {
             )),
         }
     }
-}
-
-/// What one line tells the breakers.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Signal {
-    /// An event for the BudgetBreaker.
-    Event(AgentEvent),
-    /// A failed tool call or agent error, for the StagnationBreaker's error counts.
-    Error(String),
-    /// Files changed by a successful edit, for the StagnationBreaker's progress.
-    Progress(u64),
-    /// The agent's final answer (Claude's `result`, Codex's last `agent_message`).
-    FinalText(String),
-    /// One completed tool call and its result, for the step detectors.
-    Step(AgentStep),
 }
 
 /// A set of ids with a bounded memory (oldest forgotten first).
@@ -91,25 +89,74 @@ impl RecentIds {
         self.order.push_back(id.to_string());
         true
     }
+
+    fn remove(&mut self, id: &str) -> bool {
+        if self.set.remove(id) {
+            self.order.retain(|x| x != id);
+            true
+        } else {
+            false
+        }
+    }
 }
 
-/// Turns lines into [`Signal`]s, remembering what it needs across lines.
+/// What a Claude `Edit`/`Write`/`MultiEdit`/`NotebookEdit` call changes: its file and a digest of
+/// the path and the new content its input specifies.
+#[derive(Debug, Clone, PartialEq)]
+struct Edit {
+    path: String,
+    digest: String,
+}
+
+/// A Claude model message whose `assistant` event is not sent yet (its text may go on in the
+/// next line), or was sent (its tool calls follow).
+#[derive(Debug)]
+struct Pending {
+    task: Option<String>,
+    message: String,
+    text: String,
+    sent: bool,
+}
+
+/// Turns lines into Monitor events, remembering what it needs across lines.
 #[derive(Debug)]
 pub struct StreamParser {
     format: Format,
     /// Claude message ids whose usage was counted.
     usage_counted: RecentIds,
-    /// Codex item ids whose tool call was counted.
-    items_counted: RecentIds,
-    /// Claude tool_use id → (tool name, its call as text), to pair results with their calls.
-    tool_names: HashMap<String, (String, String)>,
-    tool_order: VecDeque<String>,
+    /// Codex item ids whose tool call was sent.
+    items_started: RecentIds,
+    /// Claude tool_use id → the edit it makes (for `progress` when it succeeds).
+    edits: HashMap<String, Edit>,
+    edit_order: VecDeque<String>,
+    /// Claude messages in progress, oldest first (at most one per task).
+    pending: VecDeque<Pending>,
+    /// Claude subagent tasks seen and not yet closed.
+    subtasks: RecentIds,
     /// Lines read.
     pub lines: u64,
     /// Lines that were not a recognised event.
     pub malformed: u64,
     /// The timestamp (ms since the epoch) of the last line that carried one.
     pub last_timestamp_ms: Option<u64>,
+    /// The agent's final answer (Claude's `result`, Codex's last `agent_message`).
+    pub final_text: Option<String>,
+}
+
+fn event(kind: &str, task: Option<&str>, fields: Value) -> Value {
+    let mut map = match fields {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    map.insert("type".into(), json!(kind));
+    if let Some(t) = task {
+        map.insert("taskId".into(), json!(t));
+    }
+    Value::Object(map)
+}
+
+fn alive(task: Option<&str>) -> Value {
+    event("alive", task, json!({}))
 }
 
 impl StreamParser {
@@ -118,17 +165,20 @@ impl StreamParser {
         StreamParser {
             format,
             usage_counted: RecentIds::default(),
-            items_counted: RecentIds::default(),
-            tool_names: HashMap::new(),
-            tool_order: VecDeque::new(),
+            items_started: RecentIds::default(),
+            edits: HashMap::new(),
+            edit_order: VecDeque::new(),
+            pending: VecDeque::new(),
+            subtasks: RecentIds::default(),
             lines: 0,
             malformed: 0,
             last_timestamp_ms: None,
+            final_text: None,
         }
     }
 
-    /// Parses one line (without its newline).
-    pub fn parse_line(&mut self, line: &[u8]) -> Vec<Signal> {
+    /// Parses one line (without its newline) into Monitor events.
+    pub fn parse_line(&mut self, line: &[u8]) -> Vec<Value> {
         self.lines += 1;
         let text = match std::str::from_utf8(line) {
             Ok(t) => t.trim(),
@@ -149,158 +199,233 @@ impl StreamParser {
             Format::Auto => detect(&obj),
             f => Some(f),
         };
-        let signals = match format {
+        let events = match format {
             Some(Format::Claude) => self.claude(&obj),
             Some(Format::Codex) => self.codex(&obj),
-            Some(Format::Events) => match AgentEvent::from_json(&Value::Object(obj)) {
-                Ok(e) => Some(vec![Signal::Event(e)]),
-                Err(_) => None,
-            },
+            // The Monitor validates it: a malformed event is refused there (and counted).
+            Some(Format::Events) if obj.get("type").is_some_and(Value::is_string) => {
+                Some(vec![Value::Object(obj)])
+            }
             _ => None,
         };
-        signals.unwrap_or_else(|| {
+        events.unwrap_or_else(|| {
             self.malformed += 1;
             Vec::new()
         })
     }
 
-    fn remember_tool(&mut self, id: &str, name: &str, call: String) {
-        if self.tool_order.len() >= MAX_REMEMBERED_IDS
-            && let Some(old) = self.tool_order.pop_front()
-        {
-            self.tool_names.remove(&old);
+    /// The events still held back at the end of the stream (a Claude message whose text was the
+    /// last thing the agent printed).
+    pub fn finish(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Some(p) = self.pending.pop_front() {
+            push_pending(p, &mut out);
         }
-        self.tool_names
-            .insert(id.to_string(), (name.to_string(), call));
-        self.tool_order.push_back(id.to_string());
+        out
+    }
+
+    fn remember_edit(&mut self, id: &str, edit: Edit) {
+        if self.edit_order.len() >= MAX_REMEMBERED_IDS
+            && let Some(old) = self.edit_order.pop_front()
+        {
+            self.edits.remove(&old);
+        }
+        self.edits.insert(id.to_string(), edit);
+        self.edit_order.push_back(id.to_string());
+    }
+
+    /// Sends (or drops, when already sent) the message in progress for `task`.
+    fn flush(&mut self, task: Option<&str>, out: &mut Vec<Value>) {
+        if let Some(i) = self.pending.iter().position(|p| p.task.as_deref() == task)
+            && let Some(p) = self.pending.remove(i)
+        {
+            push_pending(p, out);
+        }
+    }
+
+    /// The message in progress for `task`, made the one with id `message` (flushing another).
+    fn message(&mut self, task: Option<&str>, message: &str, out: &mut Vec<Value>) -> &mut Pending {
+        let same = self
+            .pending
+            .iter()
+            .position(|p| p.task.as_deref() == task && p.message == message);
+        let i = match same {
+            Some(i) => i,
+            None => {
+                self.flush(task, out);
+                if self.pending.len() >= MAX_PENDING_MESSAGES
+                    && let Some(p) = self.pending.pop_front()
+                {
+                    push_pending(p, out);
+                }
+                self.pending.push_back(Pending {
+                    task: task.map(str::to_string),
+                    message: message.to_string(),
+                    text: String::new(),
+                    sent: false,
+                });
+                self.pending.len() - 1
+            }
+        };
+        &mut self.pending[i]
     }
 
     /// A Claude Code stream-json line; `None` when it is not one.
-    fn claude(&mut self, obj: &Map<String, Value>) -> Option<Vec<Signal>> {
+    fn claude(&mut self, obj: &Map<String, Value>) -> Option<Vec<Value>> {
         let task_id = obj
             .get("parent_tool_use_id")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(truncate_id);
-        let event = |kind: EventKind| {
-            Signal::Event(AgentEvent {
-                task_id: task_id.clone(),
-                kind,
-            })
-        };
+        let task = task_id.as_deref();
+        if let Some(t) = task {
+            self.subtasks.first_time(t);
+        }
         let mut out = Vec::new();
         match obj.get("type").and_then(Value::as_str)? {
             "assistant" => {
                 let message = obj.get("message")?.as_object()?;
-                let mut text = String::new();
+                let id = match message.get("id").and_then(Value::as_str) {
+                    Some(id) if !id.is_empty() => id.to_string(),
+                    // No id: every line is a message of its own.
+                    _ => format!("line {}", self.lines),
+                };
+                let mut calls = Vec::new();
                 for block in content_blocks(message) {
                     match block.get("type").and_then(Value::as_str) {
                         Some("text") => {
-                            if let Some(t) = block.get("text").and_then(Value::as_str) {
-                                if !text.is_empty() {
-                                    text.push('\n');
+                            let t = block.get("text").and_then(Value::as_str).unwrap_or("");
+                            let p = self.message(task, &id, &mut out);
+                            // Text after the message's tool calls cannot join its step any more.
+                            if !p.sent && p.text.len() < MAX_PENDING_TEXT {
+                                if !p.text.is_empty() {
+                                    p.text.push('\n');
                                 }
-                                text.push_str(t);
+                                p.text.push_str(t);
                             }
                         }
                         Some("tool_use") => {
-                            let name = block.get("name").and_then(Value::as_str).unwrap_or("tool");
-                            if let Some(id) = block.get("id").and_then(Value::as_str) {
-                                let input =
-                                    block.get("input").map(Value::to_string).unwrap_or_default();
-                                self.remember_tool(id, name, format!("{name}: {input}"));
+                            let name = block
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .filter(|n| !n.is_empty())
+                                .unwrap_or("tool");
+                            let input = block.get("input").cloned().unwrap_or(Value::Null);
+                            let call_id = block.get("id").and_then(Value::as_str);
+                            if let (Some(cid), Some(edit)) = (call_id, edit_of(name, &input)) {
+                                self.remember_edit(cid, edit);
                             }
-                            out.push(event(EventKind::ToolUse(name.to_string())));
+                            let mut fields = json!({"name": name, "input": input});
+                            if let Some(cid) = call_id {
+                                fields["id"] = json!(cid);
+                            }
+                            calls.push(fields);
                         }
                         _ => {}
                     }
                 }
-                // Only text is an output for the loop check: a tool-calling turn without text
-                // must not look like "three empty outputs".
-                if !text.trim().is_empty() {
-                    out.insert(0, event(EventKind::Assistant(text)));
+                if !calls.is_empty() {
+                    let p = self.message(task, &id, &mut out);
+                    if !p.sent {
+                        p.sent = true;
+                        let text = std::mem::take(&mut p.text);
+                        out.push(event("assistant", task, json!({"text": text})));
+                    }
+                    for c in calls {
+                        out.push(event("tool_use", task, c));
+                    }
                 }
-                let id = message.get("id").and_then(Value::as_str).unwrap_or("");
                 if let Some(usage) = message.get("usage").and_then(Value::as_object)
-                    && (id.is_empty() || self.usage_counted.first_time(id))
+                    && self.usage_counted.first_time(&id)
                 {
-                    out.push(event(EventKind::Usage {
-                        model: message
-                            .get("model")
-                            .and_then(Value::as_str)
-                            .map(str::to_string),
-                        usage: Usage {
-                            input_tokens: count(usage, "input_tokens"),
-                            output_tokens: count(usage, "output_tokens"),
-                            cache_creation_input_tokens: count(
-                                usage,
-                                "cache_creation_input_tokens",
-                            ),
-                            cache_read_input_tokens: count(usage, "cache_read_input_tokens"),
-                        },
-                    }));
+                    let mut fields = json!({"usage": {
+                        "input_tokens": count(usage, "input_tokens"),
+                        "output_tokens": count(usage, "output_tokens"),
+                        "cache_creation_input_tokens": count(usage, "cache_creation_input_tokens"),
+                        "cache_read_input_tokens": count(usage, "cache_read_input_tokens"),
+                    }});
+                    if let Some(model) = message.get("model").and_then(Value::as_str) {
+                        fields["model"] = json!(model);
+                    }
+                    out.push(event("usage", task, fields));
                 }
             }
             "user" => {
+                // The model call ended: its message is complete.
+                self.flush(task, &mut out);
                 let message = obj.get("message")?.as_object()?;
                 for block in content_blocks(message) {
                     if block.get("type").and_then(Value::as_str) != Some("tool_result") {
                         continue;
                     }
-                    let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
-                    let call = block
-                        .get("tool_use_id")
-                        .and_then(Value::as_str)
-                        .and_then(|id| self.tool_names.get(id))
-                        .cloned();
-                    let text = result_text(block.get("content"));
-                    if is_error {
-                        out.push(Signal::Error(text.clone()));
-                    } else if call.as_ref().is_some_and(|(n, _)| {
-                        matches!(n.as_str(), "Edit" | "Write" | "MultiEdit" | "NotebookEdit")
-                    }) {
-                        out.push(Signal::Progress(1));
+                    let ok = block.get("is_error").and_then(Value::as_bool) != Some(true);
+                    let call_id = block.get("tool_use_id").and_then(Value::as_str);
+                    if let Some(cid) = call_id {
+                        // A Task call returned: its subagent is done.
+                        let sub = truncate_id(cid);
+                        if self.subtasks.remove(&sub) {
+                            self.flush(Some(&sub), &mut out);
+                            out.push(event("heartbeat", Some(&sub), json!({"phase": "done"})));
+                        }
                     }
-                    if let Some((_, action)) = call {
-                        out.push(Signal::Step(AgentStep {
-                            action,
-                            result: text,
-                            failed: is_error,
-                        }));
+                    let edit = call_id.and_then(|cid| self.edits.remove(cid));
+                    if ok && let Some(edit) = edit {
+                        out.push(event(
+                            "progress",
+                            task,
+                            json!({"files": [edit.path], "digest": edit.digest}),
+                        ));
                     }
-                }
-                if out.is_empty() {
-                    // A plain user message still shows the task is alive.
-                    out.push(liveness(task_id.as_deref()));
+                    let mut fields = json!({"ok": ok, "text": result_text(block.get("content"))});
+                    if let Some(cid) = call_id {
+                        fields["id"] = json!(cid);
+                    }
+                    out.push(event("tool_result", task, fields));
                 }
             }
             "result" => {
-                if let Some(text) = obj.get("result").and_then(Value::as_str) {
-                    out.push(Signal::FinalText(text.to_string()));
+                let tasks: Vec<Option<String>> =
+                    self.pending.iter().map(|p| p.task.clone()).collect();
+                for t in tasks {
+                    self.flush(t.as_deref(), &mut out);
+                }
+                let text = obj.get("result").and_then(Value::as_str);
+                if let Some(t) = text {
+                    self.final_text = Some(t.to_string());
                 }
                 if obj.get("is_error").and_then(Value::as_bool) == Some(true) {
                     let subtype = obj
                         .get("subtype")
                         .and_then(Value::as_str)
                         .unwrap_or("error");
-                    out.push(Signal::Error(format!("agent result: {subtype}")));
+                    // The reason: the result's text, else its `errors` (newer Claude Code).
+                    let errors: Vec<&str> = obj
+                        .get("errors")
+                        .and_then(Value::as_array)
+                        .map(|e| e.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    let text = match text.filter(|t| !t.trim().is_empty()) {
+                        Some(t) => format!("agent result {subtype}: {t}"),
+                        None if !errors.is_empty() => {
+                            format!("agent result {subtype}: {}", errors.join("; "))
+                        }
+                        None => format!("agent result {subtype}"),
+                    };
+                    out.push(event("error", task, json!({"text": text})));
                 }
             }
-            "system" | "stream_event" => out.push(liveness(task_id.as_deref())),
+            "system" | "stream_event" => {}
             _ => return None,
+        }
+        if out.is_empty() {
+            out.push(alive(task));
         }
         Some(out)
     }
 
     /// A Codex `exec --json` line; `None` when it is not one.
-    fn codex(&mut self, obj: &Map<String, Value>) -> Option<Vec<Signal>> {
+    fn codex(&mut self, obj: &Map<String, Value>) -> Option<Vec<Value>> {
         let kind = obj.get("type").and_then(Value::as_str)?;
-        let event = |kind: EventKind| {
-            Signal::Event(AgentEvent {
-                task_id: None,
-                kind,
-            })
-        };
         let mut out = Vec::new();
         match kind {
             "item.started" | "item.updated" | "item.completed" => {
@@ -311,117 +436,50 @@ impl StreamParser {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let id = item.get("id").and_then(Value::as_str).unwrap_or("");
-                let tool = match item_type {
-                    "command_execution" => Some("shell".to_string()),
-                    "file_change" => Some("apply_patch".to_string()),
-                    "mcp_tool_call" => Some(format!(
-                        "{}.{}",
-                        item.get("server").and_then(Value::as_str).unwrap_or("mcp"),
-                        item.get("tool").and_then(Value::as_str).unwrap_or("tool")
-                    )),
-                    "web_search" => Some("web_search".to_string()),
-                    _ => None,
-                };
-                // A tool call counts once, when it is first seen (started, or completed alone).
-                if let Some(tool) = tool
-                    && (id.is_empty() || self.items_counted.first_time(id))
-                {
-                    out.push(event(EventKind::ToolUse(tool)));
-                }
-                if kind == "item.completed" {
-                    let status = item.get("status").and_then(Value::as_str).unwrap_or("");
-                    let step_failed = status == "failed"
-                        || item
-                            .get("exit_code")
-                            .and_then(Value::as_i64)
-                            .is_some_and(|c| c != 0);
-                    let step = match item_type {
-                        "command_execution" => Some((
-                            format!(
-                                "shell: {}",
-                                item.get("command").and_then(Value::as_str).unwrap_or("")
-                            ),
-                            item.get("aggregated_output")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_string(),
-                        )),
-                        "file_change" => Some((
-                            format!(
-                                "apply_patch: {}",
-                                item.get("changes")
-                                    .map(Value::to_string)
-                                    .unwrap_or_default()
-                            ),
-                            status.to_string(),
-                        )),
-                        "mcp_tool_call" => Some((
-                            format!(
-                                "{}.{}: {}",
-                                item.get("server").and_then(Value::as_str).unwrap_or("mcp"),
-                                item.get("tool").and_then(Value::as_str).unwrap_or("tool"),
-                                item.get("arguments")
-                                    .map(Value::to_string)
-                                    .unwrap_or_default()
-                            ),
-                            item.get("result")
-                                .or_else(|| item.get("error"))
-                                .map(Value::to_string)
-                                .unwrap_or_default(),
-                        )),
-                        _ => None,
+                let completed = kind == "item.completed";
+                if let Some((name, input)) = codex_call(item_type, item) {
+                    // One call per item: when it starts, or when it completes without a start.
+                    let first = if id.is_empty() {
+                        completed
+                    } else if completed {
+                        !self.items_started.remove(id)
+                    } else {
+                        self.items_started.first_time(id)
                     };
-                    if let Some((action, result)) = step {
-                        out.push(Signal::Step(AgentStep {
-                            action,
-                            result,
-                            failed: step_failed,
-                        }));
+                    if first {
+                        let mut fields = json!({"name": name, "input": input});
+                        if !id.is_empty() {
+                            fields["id"] = json!(id);
+                        }
+                        out.push(event("tool_use", None, fields));
                     }
-                    let failed = status == "failed"
-                        || item
-                            .get("exit_code")
-                            .and_then(Value::as_i64)
-                            .is_some_and(|c| c != 0);
+                    if completed {
+                        let (ok, text) = codex_result(item_type, item);
+                        if item_type == "file_change" && ok {
+                            out.push(event("progress", None, file_change_progress(item)));
+                        }
+                        let mut fields = json!({"ok": ok, "text": text});
+                        if !id.is_empty() {
+                            fields["id"] = json!(id);
+                        }
+                        out.push(event("tool_result", None, fields));
+                    }
+                } else if completed {
                     match item_type {
-                        "agent_message" => {
-                            if let Some(text) = item.get("text").and_then(Value::as_str) {
-                                if !text.trim().is_empty() {
-                                    out.push(event(EventKind::Assistant(text.to_string())));
-                                }
-                                out.push(Signal::FinalText(text.to_string()));
-                            }
+                        "agent_message" | "assistant_message" => {
+                            let text = item.get("text").and_then(Value::as_str).unwrap_or("");
+                            out.push(event("assistant", None, json!({"text": text})));
+                            self.final_text = Some(text.to_string());
                         }
-                        "command_execution" if failed => {
-                            let output = item
-                                .get("aggregated_output")
-                                .and_then(Value::as_str)
-                                .unwrap_or("");
-                            let command = item.get("command").and_then(Value::as_str).unwrap_or("");
-                            out.push(Signal::Error(
-                                error_tail(output)
-                                    .unwrap_or_else(|| format!("command failed: {command}")),
-                            ));
-                        }
-                        "file_change" if failed => {
-                            out.push(Signal::Error("file change failed".to_string()));
-                        }
-                        "file_change" => {
-                            let n = item
-                                .get("changes")
-                                .and_then(Value::as_array)
-                                .map_or(1, |c| c.len().max(1) as u64);
-                            out.push(Signal::Progress(n));
-                        }
-                        "mcp_tool_call" if failed => {
-                            out.push(Signal::Error(error_message(item.get("error"))));
-                        }
-                        "error" => out.push(Signal::Error(error_message(item.get("message")))),
+                        // Codex's own warnings ("Falling back from WebSockets to HTTPS transport.",
+                        // "Model metadata for `x` not found"): reported, never the agent's failure.
+                        "error" => out.push(event(
+                            "error",
+                            None,
+                            json!({"text": error_message(item.get("message")), "transient": true}),
+                        )),
                         _ => {}
                     }
-                }
-                if out.is_empty() {
-                    out.push(liveness(None));
                 }
             }
             "turn.completed" => {
@@ -429,122 +487,254 @@ impl StreamParser {
                     // OpenAI's input_tokens include the cached ones.
                     let input = count(usage, "input_tokens");
                     let cached = count(usage, "cached_input_tokens").min(input);
-                    out.push(event(EventKind::Usage {
-                        model: None,
-                        usage: Usage {
-                            input_tokens: input - cached,
-                            output_tokens: count(usage, "output_tokens"),
-                            cache_creation_input_tokens: 0,
-                            cache_read_input_tokens: cached,
-                        },
-                    }));
-                } else {
-                    out.push(liveness(None));
+                    out.push(event(
+                        "usage",
+                        None,
+                        json!({"usage": {
+                            "input_tokens": input - cached,
+                            "output_tokens": count(usage, "output_tokens"),
+                            "cache_read_input_tokens": cached,
+                        }}),
+                    ));
                 }
             }
-            "turn.failed" => out.push(Signal::Error(error_message(obj.get("error")))),
-            "error" => out.push(Signal::Error(error_message(obj.get("message")))),
-            "thread.started" | "turn.started" | "token_count" => out.push(liveness(None)),
+            "turn.failed" => out.push(event(
+                "error",
+                None,
+                json!({"text": error_message(obj.get("error"))}),
+            )),
+            // A retry notice ("Reconnecting... 2/5 (...)"), or the fatal error that the
+            // `turn.failed` after it repeats: counted once, there.
+            "error" => out.push(event(
+                "error",
+                None,
+                json!({"text": error_message(obj.get("message")), "transient": true}),
+            )),
+            k if k.starts_with("thread.") || k.starts_with("turn.") => {}
+            "token_count" => {}
             _ => return None,
+        }
+        if out.is_empty() {
+            out.push(alive(None));
         }
         Some(out)
     }
 }
 
-/// How many error texts a [`Feed`] keeps.
-const MAX_ERRORS: usize = 32;
-
-/// Hands [`Signal`]s to the breakers, the same way for a live agent (`run`, `loop`) and a
-/// recording (`replay`), and keeps what the caller wants afterwards.
-#[derive(Debug, Default)]
-pub struct Feed {
-    /// Feed errors and edits to the StagnationBreaker and stop when it opens.
-    watch_errors: bool,
-    /// The last error texts seen.
-    pub errors: Vec<String>,
-    /// Files changed according to the stream.
-    pub files_changed: u64,
-    /// The agent's final answer, when the stream has one.
-    pub final_text: Option<String>,
-}
-
-impl Feed {
-    /// A feed; `watch_errors` makes the StagnationBreaker part of the decision.
-    pub fn new(watch_errors: bool) -> Self {
-        Feed {
-            watch_errors,
-            ..Feed::default()
-        }
+fn push_pending(p: Pending, out: &mut Vec<Value>) {
+    if !p.sent {
+        out.push(event(
+            "assistant",
+            p.task.as_deref(),
+            json!({"text": p.text}),
+        ));
     }
-
-    /// Feeds one line's signals; returns why to stop, if the breakers say so.
-    pub fn feed(
-        &mut self,
-        signals: Vec<Signal>,
-        budget: &BudgetBreaker,
-        stagnation: &StagnationBreaker,
-    ) -> Option<Stop> {
-        for signal in signals {
-            match signal {
-                Signal::Event(event) => {
-                    if let Ok(Some(halt)) = budget.ingest_event(&event) {
-                        return Some(Stop::Budget(halt));
-                    }
-                }
-                Signal::Error(text) => {
-                    if self.errors.len() >= MAX_ERRORS {
-                        self.errors.remove(0);
-                    }
-                    self.errors
-                        .push(agentbreaker::text::cap_error(&text).to_string());
-                    if self.watch_errors {
-                        stagnation.record_error(&text, false);
-                        let decision = stagnation.check();
-                        if !decision.allow_continue {
-                            return Some(Stop::Stagnation(decision));
-                        }
-                    }
-                }
-                Signal::Progress(files) => {
-                    self.files_changed += files;
-                    if self.watch_errors {
-                        // A successful edit is progress: it clears the error counts.
-                        stagnation.record_progress(IterationMetrics {
-                            files_changed: files,
-                            ..IterationMetrics::default()
-                        });
-                    }
-                }
-                Signal::FinalText(text) => self.final_text = Some(text),
-                Signal::Step(step) => {
-                    if self.watch_errors {
-                        stagnation.record_step(&step);
-                        let decision = stagnation.check();
-                        if !decision.allow_continue {
-                            return Some(Stop::Stagnation(decision));
-                        }
-                    }
-                }
-            }
-        }
-        None
-    }
-}
-
-/// A recognised line that carries no budget event still shows the agent is alive: a usage event
-/// of zero tokens refreshes the task's idle timer and changes nothing else.
-fn liveness(task_id: Option<&str>) -> Signal {
-    Signal::Event(AgentEvent {
-        task_id: task_id.map(str::to_string),
-        kind: EventKind::Usage {
-            model: None,
-            usage: Usage::default(),
-        },
-    })
 }
 
 fn truncate_id(id: &str) -> String {
     agentbreaker::text::truncate(id, agentbreaker::budget::MAX_TASK_ID_BYTES).to_string()
+}
+
+/// A 64-bit FNV-1a hash of length-prefixed parts, as 16 hex digits (stable across runs and
+/// platforms).
+fn digest(parts: &[&str]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in (part.len() as u64)
+            .to_le_bytes()
+            .iter()
+            .chain(part.as_bytes())
+        {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
+/// The file a Claude edit call changes and the digest of what its input writes (so the same edit
+/// applied again has the same digest).
+fn edit_of(name: &str, input: &Value) -> Option<Edit> {
+    let s = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or("");
+    let path = match name {
+        "NotebookEdit" => s("notebook_path"),
+        "Edit" | "Write" | "MultiEdit" => s("file_path"),
+        _ => return None,
+    };
+    if path.is_empty() {
+        return None;
+    }
+    let digest = match name {
+        "Write" => digest(&[name, path, s("content")]),
+        "Edit" => digest(&[
+            name,
+            path,
+            s("old_string"),
+            s("new_string"),
+            if input.get("replace_all").and_then(Value::as_bool) == Some(true) {
+                "all"
+            } else {
+                "one"
+            },
+        ]),
+        "MultiEdit" => {
+            let mut parts = vec![name, path];
+            if let Some(edits) = input.get("edits").and_then(Value::as_array) {
+                for e in edits {
+                    parts.push(e.get("old_string").and_then(Value::as_str).unwrap_or(""));
+                    parts.push(e.get("new_string").and_then(Value::as_str).unwrap_or(""));
+                }
+            }
+            digest(&parts)
+        }
+        _ => digest(&[
+            name,
+            path,
+            s("cell_id"),
+            s("edit_mode"),
+            s("cell_type"),
+            s("new_source"),
+        ]),
+    };
+    Some(Edit {
+        path: path.to_string(),
+        digest,
+    })
+}
+
+/// A Codex tool item as a call: its tool name and input.
+fn codex_call(item_type: &str, item: &Map<String, Value>) -> Option<(String, Value)> {
+    let get = |k: &str| item.get(k).cloned().unwrap_or(Value::Null);
+    match item_type {
+        "command_execution" => Some(("shell".into(), json!({"command": get("command")}))),
+        "file_change" => Some(("apply_patch".into(), json!({"changes": get("changes")}))),
+        "mcp_tool_call" => Some((
+            format!(
+                "{}.{}",
+                item.get("server").and_then(Value::as_str).unwrap_or("mcp"),
+                item.get("tool").and_then(Value::as_str).unwrap_or("tool")
+            ),
+            get("arguments"),
+        )),
+        "web_search" => Some((
+            "web_search".into(),
+            json!({"query": get("query"), "action": get("action")}),
+        )),
+        _ => None,
+    }
+}
+
+/// A completed Codex tool item's outcome: whether it succeeded, and its text.
+fn codex_result(item_type: &str, item: &Map<String, Value>) -> (bool, String) {
+    let status = item.get("status").and_then(Value::as_str).unwrap_or("");
+    let status_failed = matches!(status, "failed" | "declined");
+    match item_type {
+        "command_execution" => {
+            let exit_failed = item
+                .get("exit_code")
+                .and_then(Value::as_i64)
+                .is_some_and(|c| c != 0);
+            let output = item
+                .get("aggregated_output")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            (!(status_failed || exit_failed), output.to_string())
+        }
+        "file_change" => {
+            let paths: Vec<&str> = item
+                .get("changes")
+                .and_then(Value::as_array)
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|x| x.get("path").and_then(Value::as_str))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                status == "completed",
+                format!("patch {status}: {}", paths.join(", ")),
+            )
+        }
+        "mcp_tool_call" => {
+            let error = item.get("error").filter(|e| !e.is_null());
+            let text = match error {
+                Some(e) => error_message(Some(e)),
+                None => item.get("result").map(mcp_result_text).unwrap_or_default(),
+            };
+            (!status_failed && error.is_none(), text)
+        }
+        // web_search: the query (and what was opened) is all the item tells.
+        _ => {
+            let mut text = item
+                .get("query")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Some(action) = item.get("action").filter(|a| !a.is_null()) {
+                text.push(' ');
+                text.push_str(&action.to_string());
+            }
+            (!status_failed, text)
+        }
+    }
+}
+
+/// The text blocks of an MCP result (`{content: [{type: "text", text}], structured_content}`),
+/// else the result as JSON.
+fn mcp_result_text(result: &Value) -> String {
+    match result.get("content").and_then(Value::as_array) {
+        Some(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None if result.is_null() => String::new(),
+        None => result.to_string(),
+    }
+}
+
+/// A completed Codex `file_change` as progress: its paths, and a digest of the changes when they
+/// say what was written (`exec --json` gives only `{path, kind}` per change today, which cannot
+/// tell one edit of a file from the next, so then no digest is sent: every completed patch is
+/// progress).
+fn file_change_progress(item: &Map<String, Value>) -> Value {
+    let changes = item
+        .get("changes")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let paths: Vec<&str> = changes
+        .iter()
+        .filter_map(|c| c.get("path").and_then(Value::as_str))
+        .collect();
+    let mut fields = if paths.is_empty() {
+        json!({"files": 1})
+    } else {
+        json!({"files": paths})
+    };
+    let content = |c: &Value| {
+        ["content", "diff", "unified_diff"]
+            .iter()
+            .find_map(|k| c.get(*k).and_then(Value::as_str).map(str::to_string))
+    };
+    if !changes.is_empty() && changes.iter().all(|c| content(c).is_some()) {
+        let parts: Vec<String> = changes
+            .iter()
+            .flat_map(|c| {
+                [
+                    c.get("path")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    c.get("kind").map(Value::to_string).unwrap_or_default(),
+                    content(c).unwrap_or_default(),
+                ]
+            })
+            .collect();
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        fields["digest"] = json!(digest(&refs));
+    }
+    fields
 }
 
 /// Which format a line is in, by its shape.
@@ -561,8 +751,9 @@ fn detect(obj: &Map<String, Value>) -> Option<Format> {
         k if k.starts_with("thread.") || k.starts_with("turn.") || k.starts_with("item.") => {
             Some(Format::Codex)
         }
-        "error" if obj.contains_key("message") => Some(Format::Codex),
-        "heartbeat" | "assistant" | "tool_use" | "usage" => Some(Format::Events),
+        "error" if obj.contains_key("message") && !obj.contains_key("text") => Some(Format::Codex),
+        "assistant" | "tool_use" | "tool_result" | "usage" | "error" | "progress" | "heartbeat"
+        | "alive" => Some(Format::Events),
         _ => None,
     }
 }
@@ -587,8 +778,8 @@ fn result_text(content: Option<&Value>) -> String {
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join("\n"),
+        Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
-        None => "tool error".to_string(),
     }
 }
 
@@ -599,19 +790,9 @@ fn error_message(v: Option<&Value>) -> String {
             .get("message")
             .and_then(Value::as_str)
             .map_or_else(|| Value::Object(o.clone()).to_string(), str::to_string),
+        Some(Value::Null) | None => "error".to_string(),
         Some(other) => other.to_string(),
-        None => "error".to_string(),
     }
-}
-
-/// The last non-empty line of a command's output (where the error usually is).
-fn error_tail(output: &str) -> Option<String> {
-    output
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
 }
 
 /// A line's own time: a `timestamp` or `ts` field, as RFC 3339 text or epoch milliseconds.
@@ -628,135 +809,4 @@ fn timestamp_of(obj: &Map<String, Value>) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(p: &mut StreamParser, line: &str) -> Vec<Signal> {
-        p.parse_line(line.as_bytes())
-    }
-
-    fn kinds(signals: &[Signal]) -> Vec<String> {
-        signals
-            .iter()
-            .map(|s| match s {
-                Signal::Event(e) => match &e.kind {
-                    EventKind::Assistant(t) => format!("assistant:{t}"),
-                    EventKind::ToolUse(n) => format!("tool_use:{n}"),
-                    EventKind::Usage { usage, .. } if *usage == Usage::default() => "alive".into(),
-                    EventKind::Usage { usage, .. } => format!(
-                        "usage:{}/{}/{}/{}",
-                        usage.input_tokens,
-                        usage.output_tokens,
-                        usage.cache_creation_input_tokens,
-                        usage.cache_read_input_tokens
-                    ),
-                    EventKind::Heartbeat(_) => "heartbeat".into(),
-                    EventKind::Unknown(t) => format!("unknown:{t}"),
-                },
-                Signal::Error(t) => format!("error:{t}"),
-                Signal::Progress(n) => format!("progress:{n}"),
-                Signal::FinalText(t) => format!("final:{t}"),
-                Signal::Step(s) => format!("step:{}|{}|{}", s.action, s.result, s.failed),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn claude_usage_counts_once_per_message() {
-        let mut p = StreamParser::new(Format::Auto);
-        let text = r#"{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Looking."}],"usage":{"input_tokens":4,"output_tokens":3,"cache_creation_input_tokens":10,"cache_read_input_tokens":5}},"parent_tool_use_id":null,"session_id":"s"}"#;
-        let tool = r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Edit","input":{}}],"usage":{"input_tokens":4,"output_tokens":3}},"parent_tool_use_id":null,"session_id":"s"}"#;
-        assert_eq!(
-            kinds(&parse(&mut p, text)),
-            ["assistant:Looking.", "usage:4/3/10/5"]
-        );
-        assert_eq!(kinds(&parse(&mut p, tool)), ["tool_use:Edit"]);
-        let ok = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"done","is_error":false}]},"session_id":"s"}"#;
-        assert_eq!(
-            kinds(&parse(&mut p, ok)),
-            ["progress:1", "step:Edit: {}|done|false"]
-        );
-        let err = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t9","content":[{"type":"text","text":"Path not found"}],"is_error":true}]},"session_id":"s"}"#;
-        assert_eq!(kinds(&parse(&mut p, err)), ["error:Path not found"]);
-        let result =
-            r#"{"type":"result","subtype":"success","is_error":false,"result":"All done."}"#;
-        assert_eq!(kinds(&parse(&mut p, result)), ["final:All done."]);
-        assert_eq!(p.malformed, 0);
-    }
-
-    #[test]
-    fn claude_subagent_events_belong_to_their_task() {
-        let mut p = StreamParser::new(Format::Claude);
-        let line = r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t2","name":"Read","input":{}}]},"parent_tool_use_id":"toolu_parent","session_id":"s"}"#;
-        let signals = parse(&mut p, line);
-        let Signal::Event(e) = &signals[0] else {
-            panic!("{signals:?}")
-        };
-        assert_eq!(e.task_id.as_deref(), Some("toolu_parent"));
-    }
-
-    #[test]
-    fn codex_items_and_usage() {
-        let mut p = StreamParser::new(Format::Auto);
-        let started = r#"{"type":"item.started","item":{"id":"i1","type":"command_execution","command":"ls","status":"in_progress"}}"#;
-        let done = r#"{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"ls","aggregated_output":"ls: cannot access 'x': No such file\n","exit_code":2,"status":"failed"}}"#;
-        assert_eq!(kinds(&parse(&mut p, started)), ["tool_use:shell"]);
-        assert_eq!(
-            kinds(&parse(&mut p, done)),
-            [
-                "step:shell: ls|ls: cannot access 'x': No such file\n|true",
-                "error:ls: cannot access 'x': No such file"
-            ]
-        );
-        let patch = r#"{"type":"item.completed","item":{"id":"i2","type":"file_change","changes":[{"path":"a","kind":"update"},{"path":"b","kind":"add"}],"status":"completed"}}"#;
-        assert_eq!(
-            kinds(&parse(&mut p, patch)),
-            [
-                "tool_use:apply_patch",
-                r#"step:apply_patch: [{"kind":"update","path":"a"},{"kind":"add","path":"b"}]|completed|false"#,
-                "progress:2"
-            ]
-        );
-        let msg = r#"{"type":"item.completed","item":{"id":"i3","type":"agent_message","text":"Fixed."}}"#;
-        assert_eq!(
-            kinds(&parse(&mut p, msg)),
-            ["assistant:Fixed.", "final:Fixed."]
-        );
-        let usage = r#"{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":345}}"#;
-        assert_eq!(kinds(&parse(&mut p, usage)), ["usage:1000/345/0/200"]);
-    }
-
-    #[test]
-    fn plain_events_and_malformed_lines() {
-        let mut p = StreamParser::new(Format::Auto);
-        assert_eq!(
-            kinds(&parse(&mut p, r#"{"type":"tool_use","name":"fetch"}"#)),
-            ["tool_use:fetch"]
-        );
-        for bad in [
-            "not json",
-            r#"{"type":"assistant","#,
-            "[1,2]",
-            r#"{"type":"tool_use"}"#,
-            r#"{"no":"type"}"#,
-        ] {
-            assert!(parse(&mut p, bad).is_empty(), "{bad}");
-        }
-        assert!(p.parse_line(&[0xff, 0xfe, 0x00]).is_empty());
-        assert!(parse(&mut p, "   ").is_empty());
-        assert_eq!(p.malformed, 6);
-        assert_eq!(p.lines, 8);
-    }
-
-    #[test]
-    fn timestamps_are_read_when_present() {
-        let mut p = StreamParser::new(Format::Auto);
-        parse(
-            &mut p,
-            r#"{"type":"tool_use","name":"x","timestamp":"2026-01-01T00:00:01.5Z"}"#,
-        );
-        assert_eq!(p.last_timestamp_ms, Some(1_767_225_601_500));
-        parse(&mut p, r#"{"type":"tool_use","name":"x","ts":42}"#);
-        assert_eq!(p.last_timestamp_ms, Some(42));
-    }
-}
+mod tests;

@@ -1,6 +1,7 @@
-//! Running an agent under the breakers: its own process group, its stdout passed through
-//! unchanged and parsed line by line, a tick every second, SIGTERM then SIGKILL to the whole group
-//! on a halt, signals forwarded, every child reaped and no group member left behind.
+//! Running an agent under a Monitor: its own process group, its stdout passed through unchanged
+//! and parsed line by line into the Monitor's events, a tick every second, a one-line notice on
+//! stderr for each warning, SIGTERM then SIGKILL to the whole group on a halt, signals forwarded,
+//! every child reaped and no group member left behind.
 
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -9,16 +10,16 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use agentbreaker::{
-    AgentEvent, BudgetBreaker, BudgetSnapshot, EventKind, Phase, StagnationBreaker,
-};
+use agentbreaker::Verdict;
 use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::signal::{Signal as Sig, killpg};
 use nix::unistd::Pid;
+use serde_json::{Value, json};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::report::{AgentExit, Stop, clock, dollars};
-use crate::stream::{Feed, Format, StreamParser};
+use crate::report::{AgentExit, clock, dollars, notice};
+use crate::stream::{Format, StreamParser};
+use crate::watch::Watch;
 
 /// Longest piece of output handled as one line; longer lines are passed through in pieces (and
 /// count as malformed), so an agent printing binary without newlines cannot grow our memory.
@@ -44,18 +45,14 @@ pub struct Options {
     pub grace: Duration,
     /// Draw a live status line on stderr (only when stderr is a terminal).
     pub status_line: bool,
-    /// Feed errors to the StagnationBreaker and stop when it opens (`run`; `loop` leaves that
-    /// to its coordinator).
-    pub watch_errors: bool,
-    /// A task to open (heartbeat `starting`) before the agent starts.
+    /// A task to open (heartbeat `starting`) before the agent starts and to close (`done`) after:
+    /// the events that name no task count for it.
     pub task: Option<String>,
 }
 
-/// What happened.
+/// What happened (the Monitor's verdicts are in the [`Watch`]).
 #[derive(Debug)]
 pub struct Outcome {
-    /// Why the supervisor stopped the agent, if it did.
-    pub stop: Option<Stop>,
     /// How the agent ended (`None` if it could not be reaped).
     pub agent: Option<AgentExit>,
     /// A signal we received and forwarded (SIGINT on Ctrl-C).
@@ -64,16 +61,10 @@ pub struct Outcome {
     pub final_text: Option<String>,
     /// The last bytes of its stdout (up to 64 KB).
     pub captured: Vec<u8>,
-    /// Error texts seen (the last 32).
-    pub errors: Vec<String>,
-    /// Files changed according to the stream (successful edits).
-    pub stream_files_changed: u64,
-    /// Lines read, and how many were not recognised.
+    /// Lines read.
     pub lines: u64,
     /// Lines that were not recognised.
     pub malformed: u64,
-    /// The BudgetBreaker's live snapshot at the end.
-    pub counters: BudgetSnapshot,
 }
 
 /// Owns the signal handlers (registered once per process) and runs agents.
@@ -129,21 +120,17 @@ impl Supervisor {
         })
     }
 
-    /// Runs `command` to its end (or until the breakers stop it).
+    /// Runs `command` to its end (or until the Monitor halts it).
     pub fn run(
         &mut self,
         command: &[String],
-        budget: &BudgetBreaker,
-        stagnation: &StagnationBreaker,
+        watch: &mut Watch,
         opts: &Options,
     ) -> std::io::Result<Outcome> {
         self.generation += 1;
         let generation = self.generation;
         if let Some(task) = &opts.task {
-            let _ = budget.ingest_event(&AgentEvent {
-                task_id: Some(task.clone()),
-                kind: EventKind::Heartbeat(Phase::Starting),
-            });
+            watch.observe(&[json!({"type": "heartbeat", "taskId": task, "phase": "starting"})]);
         }
         let (program, args) = command
             .split_first()
@@ -162,41 +149,35 @@ impl Supervisor {
         }
         let mut run = Run {
             parser: StreamParser::new(opts.format),
-            feed: Feed::new(opts.watch_errors),
             outcome: Outcome {
-                stop: None,
                 agent: None,
                 interrupted: None,
                 final_text: None,
                 captured: Vec::new(),
-                errors: Vec::new(),
-                stream_files_changed: 0,
                 lines: 0,
                 malformed: 0,
-                counters: budget.snapshot(),
             },
             status: (opts.status_line && std::io::stderr().is_terminal()).then(status_bar),
             started: Instant::now(),
         };
-        run.supervise(
-            &mut child, group, generation, &self.rx, budget, stagnation, opts,
-        );
+        run.supervise(&mut child, group, generation, &self.rx, watch, opts);
         if let Some(bar) = &run.status {
             bar.finish_and_clear();
         }
-        run.outcome.final_text = run.feed.final_text.take();
-        run.outcome.errors = std::mem::take(&mut run.feed.errors);
-        run.outcome.stream_files_changed = run.feed.files_changed;
+        if let Some(task) = &opts.task
+            && watch.halt.is_none()
+        {
+            watch.observe(&[json!({"type": "heartbeat", "taskId": task, "phase": "done"})]);
+        }
+        run.outcome.final_text = run.parser.final_text.take();
         run.outcome.lines = run.parser.lines;
         run.outcome.malformed = run.parser.malformed;
-        run.outcome.counters = budget.snapshot();
         Ok(run.outcome)
     }
 }
 
 struct Run {
     parser: StreamParser,
-    feed: Feed,
     outcome: Outcome,
     status: Option<ProgressBar>,
     started: Instant,
@@ -208,15 +189,13 @@ enum Stage {
 }
 
 impl Run {
-    #[allow(clippy::too_many_arguments)]
     fn supervise(
         &mut self,
         child: &mut Child,
         group: Pid,
         generation: u64,
         rx: &Receiver<Msg>,
-        budget: &BudgetBreaker,
-        stagnation: &StagnationBreaker,
+        watch: &mut Watch,
         opts: &Options,
     ) {
         let mut phase = Stage::Running;
@@ -239,13 +218,17 @@ impl Run {
                     if matches!(phase, Stage::Running) {
                         let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
                         let line = line.strip_suffix(b"\r").unwrap_or(line);
-                        let signals = self.parser.parse_line(line);
-                        if self.outcome.stop.is_none() {
-                            self.outcome.stop = self.feed.feed(signals, budget, stagnation);
-                        }
+                        let events = self.parser.parse_line(line);
+                        self.observe(watch, &events);
                     }
                 }
-                Ok(Msg::Eof(g)) if g == generation => eof = true,
+                Ok(Msg::Eof(g)) if g == generation => {
+                    eof = true;
+                    if matches!(phase, Stage::Running) {
+                        let events = self.parser.finish();
+                        self.observe(watch, &events);
+                    }
+                }
                 Ok(Msg::Signal(sig)) => {
                     self.outcome.interrupted.get_or_insert(sig);
                     let forward = Sig::try_from(sig).unwrap_or(Sig::SIGTERM);
@@ -277,12 +260,13 @@ impl Run {
             let now = Instant::now();
             if now >= next_tick {
                 next_tick += Duration::from_secs(1);
-                if matches!(phase, Stage::Running) && self.outcome.stop.is_none() {
-                    self.outcome.stop = budget.tick().into_iter().next().map(Stop::Budget);
+                if matches!(phase, Stage::Running) {
+                    let said = watch.tick();
+                    self.tell(&said);
                 }
-                self.draw_status(budget, stagnation);
+                self.draw_status(watch);
             }
-            if matches!(phase, Stage::Running) && self.outcome.stop.is_some() {
+            if matches!(phase, Stage::Running) && watch.halt.is_some() {
                 let _ = killpg(group, Sig::SIGTERM);
                 phase = Stage::Terminating {
                     kill_at: now + opts.grace,
@@ -309,6 +293,23 @@ impl Run {
         });
     }
 
+    /// Hands events to the Monitor and prints its warnings.
+    fn observe(&mut self, watch: &mut Watch, events: &[Value]) {
+        let said = watch.observe(events);
+        self.tell(&said);
+    }
+
+    /// One notice line on stderr per warning (the halt card is printed by the caller).
+    fn tell(&self, said: &[Verdict]) {
+        for v in said.iter().filter(|v| v.is_warn()) {
+            let line = notice(v);
+            match &self.status {
+                Some(bar) => bar.suspend(|| eprintln!("{line}")),
+                None => eprintln!("{line}"),
+            }
+        }
+    }
+
     fn pass_through(&mut self, bytes: &[u8]) {
         let write = || {
             let mut out = std::io::stdout().lock();
@@ -327,26 +328,26 @@ impl Run {
         }
     }
 
-    fn draw_status(&self, budget: &BudgetBreaker, stagnation: &StagnationBreaker) {
+    fn draw_status(&self, watch: &Watch) {
         let Some(bar) = &self.status else {
             return;
         };
-        let snapshot = budget.snapshot();
-        let tool_calls: u64 = snapshot.tasks.iter().map(|t| t.tool_calls).sum();
-        let spend: f64 = snapshot.tasks.iter().map(|t| t.spend_cents).sum();
-        let idle = snapshot
-            .tasks
+        let status = watch.status();
+        let tasks = status["tasks"].as_array().cloned().unwrap_or_default();
+        let sum = |key: &str| -> f64 { tasks.iter().filter_map(|t| t[key].as_f64()).sum() };
+        let idle = tasks
             .iter()
-            .map(|t| t.idle_secs)
+            .filter_map(|t| t["idleSecs"].as_f64())
             .fold(f64::INFINITY, f64::min);
         let idle = if idle.is_finite() { idle } else { 0.0 };
         bar.set_message(format!(
-            "agentbreaker {} | {} tool calls | {} | idle {} | {}",
+            "agentbreaker {} | {} steps | {} tool calls | {} | idle {} | {} warnings",
             clock(self.started.elapsed().as_secs_f64()),
-            tool_calls,
-            dollars(spend),
+            sum("steps"),
+            sum("toolCalls"),
+            dollars(sum("spendCents")),
             clock(idle),
-            stagnation.state()
+            watch.warnings_total
         ));
         bar.tick();
     }

@@ -63,15 +63,38 @@ fn runaway_tool_calls_exit_2_with_a_report() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(took < Duration::from_secs(10));
     let err = stderr(&out);
+    // A one-line warning at 80% of the limit, with the nudge for the model.
     assert!(
-        err.contains("Stopped after 6 tool calls in task session (limit 5)."),
+        err.contains(
+            "agentbreaker: warning [tool_call_limit] task session, step 1: tool calls: 4 of 5 \
+             (warning) | nudge: You have made 4 of the 5 tool calls allowed for this task."
+        ),
+        "{err}"
+    );
+    // The halt card names the rule, its message and the nudge.
+    assert!(
+        err.contains(
+            "agentbreaker: stopped by rule tool_call_limit: tool calls: 6 of 5 (task session, step 1)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("agentbreaker: nudge for the agent: You have used all 5 tool calls"),
+        "{err}"
+    );
+    assert!(
+        err.contains("reason tool_call_limit (exit code 2)"),
         "{err}"
     );
     let r = report(&dir.path().join("report.json"));
-    assert_eq!(r["halt"]["slug"], "tool_call_limit");
-    assert_eq!(r["halt"]["actual"], 6);
+    assert_eq!(r["halt"]["action"], "halt");
+    assert_eq!(r["halt"]["reason"], "tool_call_limit");
+    assert_eq!(r["halt"]["detail"]["actual"], 6);
+    assert_eq!(r["warnings"][0]["reason"], "tool_call_limit");
     assert_eq!(r["exitCode"], 2);
     assert_eq!(r["stopped"], true);
+    assert_eq!(r["invalidEvents"]["count"], 0);
+    assert_eq!(r["status"]["profile"], "coding-agent");
     // Every line the agent printed before the halt was passed through unchanged.
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.lines().take(6).all(|l| l == TOOL_USE), "{stdout}");
@@ -80,6 +103,12 @@ fn runaway_tool_calls_exit_2_with_a_report() {
 #[test]
 fn near_identical_outputs_exit_3() {
     let dir = tempfile::tempdir().unwrap();
+    // An agent that only talks: three answers in a row the same is a loop here.
+    std::fs::write(
+        dir.path().join("agentbreaker.toml"),
+        "[budget]\nloopWindow = 3\n",
+    )
+    .unwrap();
     let line = r#"{"type":"assistant","text":"I will retry the same command again now"}"#;
     let script = format!("for i in 1 2 3 4 5 6; do echo '{line}'; sleep 0.05; done; sleep 5");
     let (out, _) = run(
@@ -97,18 +126,24 @@ fn near_identical_outputs_exit_3() {
         ],
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert_eq!(
-        report(&dir.path().join("r.json"))["halt"]["slug"],
-        "output_loop"
+    let r = report(&dir.path().join("r.json"));
+    assert_eq!(r["halt"]["reason"], "output_loop");
+    assert!(
+        stderr(&out).contains("stopped by rule output_loop: 3 near-identical answers in a row"),
+        "{}",
+        stderr(&out)
     );
-    assert!(stderr(&out).contains("near-identical"), "{}", stderr(&out));
 }
 
 #[test]
-fn repeated_tool_errors_exit_3_stagnation() {
+fn repeated_tool_errors_exit_3_and_the_card_names_the_rule() {
     let dir = tempfile::tempdir().unwrap();
-    let line = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"Error: Path not found","is_error":true}]},"session_id":"s"}"#;
-    let script = format!("for i in 1 2 3 4 5 6 7; do echo '{line}'; done; sleep 5");
+    // Seed 004's path hallucination: a different guessed path each time, the same error.
+    let call = r#"{"type":"assistant","message":{"id":"mID","content":[{"type":"tool_use","id":"tID","name":"read_script","input":{"path":"Script.ID"}}]},"session_id":"s"}"#;
+    let result = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tID","content":"Error: Path not found","is_error":true}]},"session_id":"s"}"#;
+    let script = format!(
+        "for i in a b c d e f g h; do echo '{call}' | sed \"s/ID/$i/g\"; echo '{result}' | sed \"s/ID/$i/g\"; done; sleep 5"
+    );
     let (out, _) = run(
         dir.path(),
         &[
@@ -123,10 +158,23 @@ fn repeated_tool_errors_exit_3_stagnation() {
             &script,
         ],
     );
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
     let r = report(&dir.path().join("r.json"));
-    assert_eq!(r["halt"]["slug"], "stagnation");
-    assert_eq!(r["halt"]["state"], "OPEN");
+    assert_eq!(r["halt"]["reason"], "fail_streak");
+    assert_eq!(r["halt"]["detail"]["count"], 5);
+    assert!(
+        err.contains(
+            "agentbreaker: warning [fail_streak] task session, step 3: 3 failed steps in a row \
+             (3 of 5) with 1 distinct error: `Error: Path not found` (warning) | nudge: "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("agentbreaker: stopped by rule fail_streak: 5 failed steps in a row"),
+        "{err}"
+    );
+    assert!(err.contains("reason fail_streak (exit code 3)"), "{err}");
 }
 
 #[test]
@@ -152,7 +200,7 @@ fn a_silent_agent_is_stopped_for_idling() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(took < Duration::from_secs(4), "took {took:?}");
     assert_eq!(
-        report(&dir.path().join("r.json"))["halt"]["slug"],
+        report(&dir.path().join("r.json"))["halt"]["reason"],
         "idle_timeout"
     );
 }
@@ -220,6 +268,35 @@ fn malformed_lines_are_passed_through_and_counted() {
     assert_eq!(stdout.len(), 45 + 20_000_000 + 1 + 5);
     let r = report(&dir.path().join("r.json"));
     assert!(r["malformedLines"].as_u64().unwrap() >= 5, "{r}");
+}
+
+#[test]
+fn events_the_monitor_refuses_are_counted_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo '{{\"type\":\"tool_use\"}}'; echo '{TOOL_USE}'; \
+         echo '{{\"type\":\"heartbeat\",\"phase\":\"starting\"}}'; exit 0"
+    );
+    let (out, _) = run(
+        dir.path(),
+        &["run", "--report", "r.json", "--", "sh", "-c", &script],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = report(&dir.path().join("r.json"));
+    assert_eq!(r["invalidEvents"]["count"], 2, "{r}");
+    assert!(
+        r["invalidEvents"]["examples"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("\"tool_use\": "),
+        "{r}"
+    );
+    assert_eq!(r["events"], 1);
+    assert!(
+        stderr(&out).contains("2 events were refused by the Monitor (INVALID_EVENT)"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -450,6 +527,42 @@ fn loop_uses_the_test_command() {
     assert_eq!(out.status.code(), Some(2), "{err}");
 }
 
+#[test]
+fn loop_watches_each_iteration_step_by_step() {
+    let dir = tempfile::tempdir().unwrap();
+    // One iteration that runs the same failing command again and again: the Monitor halts the
+    // iteration (a repeated step), and the loop ends with it.
+    let call = r#"{"type":"assistant","message":{"id":"mID","content":[{"type":"tool_use","id":"tID","name":"Bash","input":{"command":"make"}}]},"session_id":"s"}"#;
+    let result = r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tID","content":"make: *** No rule to make target","is_error":true}]},"session_id":"s"}"#;
+    let script = format!(
+        "for i in 1 2 3 4 5 6 7 8; do echo '{call}' | sed \"s/ID/$i/g\"; echo '{result}' | sed \"s/ID/$i/g\"; done; sleep 5"
+    );
+    let (out, took) = run(
+        dir.path(),
+        &["loop", "--grace-secs", "1", "--", "sh", "-c", &script],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(
+        err.contains("agentbreaker: stopped by rule repeated_step: the same step 5 times in a row"),
+        "{err}"
+    );
+    assert!(err.contains("task iteration-1"), "{err}");
+    assert!(
+        err.contains(
+            "loop finished after 1 iterations: the Monitor halted iteration 1 (repeated_step)"
+        ),
+        "{err}"
+    );
+    let state: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(".agentbreaker/state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["halt"]["reason"], "repeated_step");
+    assert_eq!(state["exit"], Value::Null);
+}
+
 // ------------------------------------------------------------------------------------------------
 // replay and config
 
@@ -461,20 +574,26 @@ fn example(name: &str) -> String {
 fn replay_of_the_examples() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        ("runaway-tool-calls.jsonl", Some("tool_call_limit")),
-        ("near-identical-outputs.jsonl", Some("output_loop")),
-        ("path-hallucination.jsonl", Some("stagnation")),
+        ("runaway-tool-calls.jsonl", Some(("tool_call_limit", 403))),
+        ("near-identical-outputs.jsonl", Some(("repeated_step", 20))),
+        ("path-hallucination.jsonl", Some(("fail_streak", 12))),
         ("healthy-session.jsonl", None),
     ];
-    for (file, slug) in cases {
+    for (file, halt) in cases {
         let (out, _) = run(dir.path(), &["replay", &example(file), "--json"]);
         assert_eq!(out.status.code(), Some(0), "{file}: {}", stderr(&out));
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["halted"], slug.is_some(), "{file}: {v}");
-        if let Some(slug) = slug {
-            assert_eq!(v["halt"]["slug"], slug, "{file}: {v}");
+        assert_eq!(v["halted"], halt.is_some(), "{file}: {v}");
+        if let Some((slug, line)) = halt {
+            assert_eq!(v["halt"]["reason"], slug, "{file}: {v}");
+            assert_eq!(v["line"], line, "{file}: {v}");
+            // Each was warned before it was stopped.
+            assert_eq!(v["warnings"][0]["reason"], slug, "{file}: {v}");
+        } else {
+            assert_eq!(v["warningsTotal"], 0, "{file}: {v}");
         }
         assert_eq!(v["malformedLines"], 0, "{file}");
+        assert_eq!(v["invalidEvents"]["count"], 0, "{file}");
     }
     let (out, _) = run(
         dir.path(),
@@ -482,9 +601,43 @@ fn replay_of_the_examples() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("Stopped after 51 tool calls in task session (limit 50)."),
+        text.contains(
+            "agentbreaker: stopped by rule tool_call_limit: tool calls: 201 of 200 (task session"
+        ),
         "{text}"
     );
+}
+
+/// The recorded healthy Claude Code sessions of the shared eval set, when they are here.
+fn shared_streams() -> Option<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    ["../shared/eval/streams", "../../shared/eval/streams"]
+        .iter()
+        .map(|p| root.join(p))
+        .find(|p| p.is_dir())
+}
+
+#[test]
+fn the_recorded_healthy_sessions_run_to_the_end_with_the_defaults() {
+    let Some(streams) = shared_streams() else {
+        eprintln!("../shared/eval/streams is not here: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "claude-code-session-1.jsonl",
+        "claude-code-pricing-run1.jsonl",
+    ] {
+        let path = streams.join(file);
+        let path = path.to_string_lossy();
+        let (out, _) = run(dir.path(), &["replay", &path, "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["halted"], false, "{file}: {}", v["halt"]);
+        assert_eq!(v["malformedLines"], 0, "{file}");
+        assert_eq!(v["invalidEvents"]["count"], 0, "{file}");
+        assert_eq!(v["status"]["tasks"].as_array().unwrap().len(), 1, "{file}");
+    }
 }
 
 #[test]
@@ -502,7 +655,9 @@ fn config_layers_file_and_environment() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["profile"], "coding-agent");
     assert_eq!(v["config"]["budget"]["maxToolCallsPerTask"], 120);
+    assert_eq!(v["config"]["monitor"]["warnBefore"], 2);
     assert_eq!(v["config"]["budget"]["maxIdleSecs"], 45);
     assert_eq!(v["config"]["budget"]["similarityJaccardThreshold"], 0.95);
     assert_eq!(v["warnings"].as_array().unwrap().len(), 1);
@@ -616,7 +771,7 @@ fn eval_counts_halts_before_the_last_step_per_label() {
 }
 
 #[test]
-fn the_coding_agent_profile_stops_a_repeated_tool_step() {
+fn the_default_profile_stops_a_repeated_tool_step() {
     let dir = tempfile::tempdir().unwrap();
     // The same Read of the same missing file, answered the same way, again and again.
     let call = r#"{"type":"assistant","message":{"id":"mID","content":[{"type":"tool_use","id":"tID","name":"Read","input":{"file_path":"/src/main.py"}}]},"session_id":"s"}"#;
@@ -628,8 +783,6 @@ fn the_coding_agent_profile_stops_a_repeated_tool_step() {
         dir.path(),
         &[
             "run",
-            "--profile",
-            "coding-agent",
             "--grace-secs",
             "1",
             "--report",
@@ -642,15 +795,24 @@ fn the_coding_agent_profile_stops_a_repeated_tool_step() {
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let r = report(&dir.path().join("r.json"));
-    assert_eq!(r["halt"]["slug"], "stagnation");
-    assert!(
-        r["halt"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Same step repeated 5 times: Read:"),
+    assert_eq!(r["halt"]["reason"], "repeated_step");
+    assert_eq!(
+        r["halt"]["message"], "the same step 5 times in a row (5 of 5): `Read /src/main.py`",
         "{r}"
     );
-    // The seed profile has no step detectors: the same agent runs to its end.
+    assert!(
+        r["halt"]["nudge"]
+            .as_str()
+            .unwrap()
+            .starts_with("You have run `Read /src/main.py` 5 times with the same result."),
+        "{r}"
+    );
+    // With the repeat detector off, the same agent runs to its end.
+    std::fs::write(
+        dir.path().join("agentbreaker.toml"),
+        "[stagnation]\nrepeatThreshold = 0\n",
+    )
+    .unwrap();
     let (out, _) = run(
         dir.path(),
         &[
