@@ -11,11 +11,11 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use agentbreaker::{
-    AgentEvent, BudgetBreaker, BudgetConfig, EventKind, FailureBreaker, FailureConfig,
-    IterationMetrics, Loop, LoopConfig, ManualClock, Observation, StagnationBreaker,
-    StagnationConfig, Usage, analyze,
+    AgentEvent, AgentStep, BudgetBreaker, BudgetConfig, EventKind, FailureBreaker, FailureConfig,
+    IterationMetrics, Loop, LoopConfig, ManualClock, Monitor, MonitorConfig, Observation,
+    StagnationBreaker, StagnationConfig, Usage, analyze, profile,
 };
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use failsafe::CircuitBreaker as _;
 
 fn closed_path(c: &mut Criterion) {
@@ -246,6 +246,110 @@ fn agent_loop(c: &mut Criterion) {
     g.finish();
 }
 
+/// The Monitor (coding-agent profile) on a stream of varied steps, beside the breakers it
+/// composes doing their part of the same work (the BudgetBreaker's ingest of the event and the
+/// StagnationBreaker's step detectors on the completed step).
+fn monitor(c: &mut Criterion) {
+    let mut config = MonitorConfig::default();
+    // The budgets out of the way so the stream can run forever without a halt.
+    config.budget.max_tool_calls_per_task = u64::MAX / 2;
+    config.budget.max_task_duration_secs = u64::MAX / 4000;
+    let clock = ManualClock::shared(0);
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+        "juliett", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
+    ];
+    let line = "test_parser.py::test_tokenizer_splits_identifiers PASSED  [ 42%]\n";
+    let result_text = |w: &str| {
+        let mut t = format!("{w}: ");
+        while t.len() < 1024 {
+            t.push_str(line);
+        }
+        t.truncate(1024);
+        t
+    };
+    let uses: Vec<serde_json::Value> = words
+        .iter()
+        .map(|w| {
+            serde_json::json!({"type": "tool_use", "name": "Bash", "id": w,
+                                    "input": {"command": format!("pytest -q tests/{w}")}})
+        })
+        .collect();
+    let results: Vec<serde_json::Value> = words
+        .iter()
+        .map(|w| {
+            serde_json::json!({"type": "tool_result", "id": w, "ok": true,
+                                    "text": result_text(w)})
+        })
+        .collect();
+
+    let mut g = c.benchmark_group("Monitor observe of a tool_use event");
+    let m = Monitor::with_clock(config.clone(), clock.clone()).unwrap();
+    let mut i = 0usize;
+    g.bench_function("agentbreaker", |b| {
+        b.iter_batched(
+            || {
+                // The previous call answered, so each tool_use begins a step.
+                i = (i + 1) % words.len();
+                m.observe(&results[(i + words.len() - 1) % words.len()])
+                    .unwrap();
+                i
+            },
+            |i| {
+                let v = m.observe(&uses[i]).unwrap();
+                assert!(!v.is_halt(), "{v:?}");
+                black_box(v)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    let budget = BudgetBreaker::new(config.budget.clone()).unwrap();
+    g.bench_function("BudgetBreaker ingest (the part it composes)", |b| {
+        b.iter(|| black_box(budget.ingest(&uses[0])))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("Monitor observe of a tool_result with 1 KB of text");
+    let m = Monitor::with_clock(config.clone(), clock.clone()).unwrap();
+    let mut i = 0usize;
+    g.bench_function("agentbreaker", |b| {
+        b.iter_batched(
+            || {
+                i = (i + 1) % words.len();
+                m.observe(&uses[i]).unwrap();
+                i
+            },
+            |i| {
+                // Completes the step: the step detectors and every rule run.
+                let v = m.observe(&results[i]).unwrap();
+                assert!(!v.is_halt(), "{v:?}");
+                black_box(v)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    let stagnation = StagnationBreaker::new(profile("coding-agent").unwrap().stagnation).unwrap();
+    let steps: Vec<AgentStep> = words
+        .iter()
+        .map(|w| AgentStep {
+            action: format!("Bash: pytest -q tests/{w}"),
+            result: result_text(w),
+            failed: false,
+        })
+        .collect();
+    let mut j = 0usize;
+    g.bench_function(
+        "StagnationBreaker record_step (the part it composes)",
+        |b| {
+            b.iter(|| {
+                j = (j + 1) % steps.len();
+                stagnation.record_step(&steps[j]);
+            })
+        },
+    );
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -256,6 +360,7 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = closed_path, open_path, two_threads, stagnation, budget, analyzer, agent_loop
+    targets = closed_path, open_path, two_threads, stagnation, budget, analyzer, agent_loop,
+        monitor
 }
 criterion_main!(benches);

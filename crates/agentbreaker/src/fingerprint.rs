@@ -152,24 +152,170 @@ fn template_token(token: &str) -> String {
 }
 
 /// A streaming, normalizing hash of text for comparing steps: the same text up to whitespace and
-/// volatile tokens hashes the same. Whitespace runs count as one space (leading and trailing ones
-/// as none); a word (a run of ASCII letters, digits and `_`) that contains a digit and is all hex
-/// digits (`42`, `0x1f`, `550e8400`, `e29b`) becomes `#`, and in any other word each digit run
-/// becomes `#` (`line42` → `line#`). So numbers, ids, UUIDs, timestamps and `line:col` pairs do
-/// not tell two results apart — the classes of [`ErrorMatch::Normalized`], in one pass over the
-/// bytes and without allocating, which the Monitor needs on every tool result.
+/// volatile tokens hashes the same, in one pass over the bytes and without allocating (the
+/// Monitor runs it on every tool result).
+///
+/// - Whitespace runs count as one space (leading and trailing ones as none).
+/// - A word (a run of ASCII letters, digits and `_`) that contains a digit and is all hex digits
+///   — a hex id, a hash, a UUID's part (`550e8400`, `e29b`, `0x1f`) — becomes `#`, except a plain
+///   count (below);
+/// - in any other word each digit run becomes `#` (`12ms` → `#ms`, `line42` → `line#`);
+/// - a **count** — a number of 1 to 8 digits standing alone, neither joined to another number by
+///   `.`, `:`, `-`, `/` or `,` nor part of a word — is kept: `3 failed` and `4 failed` differ,
+///   and so do `10 of 60 jobs` and `20 of 60 jobs` (a poll whose output moves is not a loop);
+///   while durations (`0.52s`), timestamps (`2024-05-01T10:00:01Z`, `10:42:07`), versions,
+///   `line:col` pairs, long ids and epoch times do not tell two outputs apart.
 #[derive(Clone)]
 pub struct NormalizedHasher {
     hash: rustc_hash::FxHasher,
+    /// Normalized output waiting to be hashed (hashed 64 bytes at a time).
+    out: [u8; OUT_BUFFER],
+    out_len: usize,
     /// The current word's first bytes (a longer word is no id: it is written as it comes).
     word: [u8; WORD_BUFFER],
     word_len: usize,
     word_has_digit: bool,
     word_not_hex: bool,
+    word_all_digits: bool,
+    /// The byte before the current word (0 at the start or after whitespace).
+    before_word: u8,
     /// Inside a long word, the last byte written was a digit run's `#`.
     long_in_digits: bool,
     pending_space: bool,
     started: bool,
+}
+
+impl NormalizedHasher {
+    /// A new hasher.
+    pub fn new() -> Self {
+        NormalizedHasher {
+            hash: rustc_hash::FxHasher::default(),
+            out: [0; OUT_BUFFER],
+            out_len: 0,
+            word: [0; WORD_BUFFER],
+            word_len: 0,
+            word_has_digit: false,
+            word_not_hex: false,
+            word_all_digits: true,
+            before_word: 0,
+            long_in_digits: false,
+            pending_space: false,
+            started: false,
+        }
+    }
+
+    #[inline(always)]
+    fn emit(&mut self, b: u8) {
+        if self.out_len == OUT_BUFFER {
+            use std::hash::Hasher;
+            self.hash.write(&self.out);
+            self.out_len = 0;
+        }
+        self.out[self.out_len] = b;
+        self.out_len += 1;
+    }
+
+    /// Adds `text`; the result of several calls is that of their concatenation.
+    pub fn write_str(&mut self, text: &str) {
+        for &b in text.as_bytes() {
+            if b.is_ascii_alphanumeric() || b == b'_' {
+                if self.word_len == 0 && self.pending_space {
+                    self.emit(b' ');
+                    self.pending_space = false;
+                }
+                if self.word_len < WORD_BUFFER {
+                    self.word[self.word_len] = b;
+                } else {
+                    if self.word_len == WORD_BUFFER {
+                        // Too long to be an id: what is buffered is written, digit runs as `#`.
+                        self.long_in_digits = false;
+                        for i in 0..WORD_BUFFER {
+                            self.write_word_byte(self.word[i]);
+                        }
+                    }
+                    self.write_word_byte(b);
+                }
+                self.word_len += 1;
+                let digit = b.is_ascii_digit();
+                self.word_has_digit |= digit;
+                self.word_all_digits &= digit;
+                self.word_not_hex |= !b.is_ascii_hexdigit();
+                continue;
+            }
+            self.end_word(b);
+            if crate::text::is_ascii_space(b) {
+                self.pending_space = self.started;
+                self.before_word = 0;
+                continue;
+            }
+            if self.pending_space {
+                self.emit(b' ');
+                self.pending_space = false;
+            }
+            self.emit(b);
+            self.before_word = b;
+            self.started = true;
+        }
+    }
+
+    /// One byte of a word written with its digit runs replaced by `#`.
+    fn write_word_byte(&mut self, b: u8) {
+        if b.is_ascii_digit() {
+            if !self.long_in_digits {
+                self.emit(b'#');
+            }
+            self.long_in_digits = true;
+        } else {
+            self.emit(b);
+            self.long_in_digits = false;
+        }
+    }
+
+    /// Ends the current word; `next` is the byte after it (0 at the end of the text).
+    fn end_word(&mut self, next: u8) {
+        if self.word_len == 0 {
+            return;
+        }
+        if self.word_len <= WORD_BUFFER {
+            let joins = |b: u8| matches!(b, b'.' | b':' | b'-' | b'/' | b',');
+            let count = self.word_all_digits
+                && self.word_len <= MAX_COUNT_DIGITS
+                && !joins(self.before_word)
+                && !joins(next);
+            if count {
+                for i in 0..self.word_len {
+                    self.emit(self.word[i]);
+                }
+            } else {
+                let word = &self.word[..self.word_len];
+                let prefixed_hex = word.len() > 2
+                    && (word.starts_with(b"0x") || word.starts_with(b"0X"))
+                    && word[2..].iter().all(u8::is_ascii_hexdigit);
+                if self.word_has_digit && (!self.word_not_hex || prefixed_hex) {
+                    self.emit(b'#');
+                } else {
+                    self.long_in_digits = false;
+                    for i in 0..self.word_len {
+                        self.write_word_byte(self.word[i]);
+                    }
+                }
+            }
+        }
+        self.word_len = 0;
+        self.word_has_digit = false;
+        self.word_not_hex = false;
+        self.word_all_digits = true;
+        self.started = true;
+    }
+
+    /// The hash of everything written.
+    pub fn finish(mut self) -> u64 {
+        use std::hash::Hasher;
+        self.end_word(0);
+        self.hash.write(&self.out[..self.out_len]);
+        self.hash.write_usize(self.out_len);
+        self.hash.finish()
+    }
 }
 
 impl Default for NormalizedHasher {
@@ -186,108 +332,10 @@ impl fmt::Debug for NormalizedHasher {
 
 /// The longest word that may still be an id (a SHA-256 in hex is 64 digits).
 const WORD_BUFFER: usize = 64;
-
-impl NormalizedHasher {
-    /// A new hasher.
-    pub fn new() -> Self {
-        NormalizedHasher {
-            hash: rustc_hash::FxHasher::default(),
-            word: [0; WORD_BUFFER],
-            word_len: 0,
-            word_has_digit: false,
-            word_not_hex: false,
-            long_in_digits: false,
-            pending_space: false,
-            started: false,
-        }
-    }
-
-    /// Adds `text`; the result of several calls is that of their concatenation.
-    pub fn write_str(&mut self, text: &str) {
-        use std::hash::Hasher;
-        for &b in text.as_bytes() {
-            if b.is_ascii_alphanumeric() || b == b'_' {
-                if self.word_len == 0 && self.pending_space {
-                    self.hash.write_u8(b' ');
-                    self.pending_space = false;
-                }
-                if self.word_len < WORD_BUFFER {
-                    self.word[self.word_len] = b;
-                } else {
-                    if self.word_len == WORD_BUFFER {
-                        // Too long to be an id: what is buffered is written, digit runs as `#`.
-                        self.long_in_digits = false;
-                        for i in 0..WORD_BUFFER {
-                            self.write_word_byte(self.word[i]);
-                        }
-                    }
-                    self.write_word_byte(b);
-                }
-                self.word_len += 1;
-                self.word_has_digit |= b.is_ascii_digit();
-                self.word_not_hex |= !b.is_ascii_hexdigit();
-                continue;
-            }
-            self.end_word();
-            if crate::text::is_ascii_space(b) {
-                self.pending_space = self.started;
-                continue;
-            }
-            if self.pending_space {
-                self.hash.write_u8(b' ');
-                self.pending_space = false;
-            }
-            self.hash.write_u8(b);
-            self.started = true;
-        }
-    }
-
-    /// One byte of a word written with its digit runs replaced by `#`.
-    fn write_word_byte(&mut self, b: u8) {
-        use std::hash::Hasher;
-        if b.is_ascii_digit() {
-            if !self.long_in_digits {
-                self.hash.write_u8(b'#');
-            }
-            self.long_in_digits = true;
-        } else {
-            self.hash.write_u8(b);
-            self.long_in_digits = false;
-        }
-    }
-
-    fn end_word(&mut self) {
-        use std::hash::Hasher;
-        if self.word_len == 0 {
-            return;
-        }
-        if self.word_len <= WORD_BUFFER {
-            let word = &self.word[..self.word_len];
-            let prefixed_hex = word.len() > 2
-                && (word.starts_with(b"0x") || word.starts_with(b"0X"))
-                && word[2..].iter().all(u8::is_ascii_hexdigit);
-            if self.word_has_digit && (!self.word_not_hex || prefixed_hex) {
-                self.hash.write_u8(b'#');
-            } else {
-                self.long_in_digits = false;
-                for i in 0..self.word_len {
-                    self.write_word_byte(self.word[i]);
-                }
-            }
-        }
-        self.word_len = 0;
-        self.word_has_digit = false;
-        self.word_not_hex = false;
-        self.started = true;
-    }
-
-    /// The hash of everything written.
-    pub fn finish(mut self) -> u64 {
-        use std::hash::Hasher;
-        self.end_word();
-        self.hash.finish()
-    }
-}
+/// Normalized bytes hashed at a time.
+const OUT_BUFFER: usize = 64;
+/// The most digits a kept count has (longer numbers are ids or epoch times).
+const MAX_COUNT_DIGITS: usize = 8;
 
 /// [`NormalizedHasher`] over one text.
 pub fn normalized_hash(text: &str) -> u64 {
@@ -387,7 +435,15 @@ mod tests {
             h("commit 0123abcd99 and 0xff")
         );
         assert_eq!(h("line42 col7"), h("line9 col100"));
-        assert_eq!(h("File \"x.py\", line 12"), h("File \"x.py\", line 340"));
+        assert_eq!(h("at x.py:12:5"), h("at x.py:340:1"));
+        assert_eq!(
+            h("v1.2.3 took 1732012345678"),
+            h("v1.2.4 took 1732012399999")
+        );
+        // Counts standing alone are kept: a poll whose output moves is not a repeat.
+        assert_ne!(h("10 of 60 jobs done"), h("20 of 60 jobs done"));
+        assert_ne!(h("File \"x.py\", line 12"), h("File \"x.py\", line 340"));
+        assert_eq!(h("[ 42%] ok (pid 7)"), h("[ 42%] ok (pid 7)"));
         // Words without digits are kept, even when they are hex letters.
         assert_ne!(h("add"), h("bad"));
         assert_ne!(h("PASSED"), h("FAILED"));

@@ -76,6 +76,33 @@ pub(crate) struct OpenStep {
     /// Agent-level errors in the step.
     errors: Vec<ErrorLine>,
     progress: bool,
+    /// The content digest of the step's edit, if a progress event gave one: the step's result
+    /// as the detectors compare it (an edit's result is the content it produced, whatever the
+    /// tool printed).
+    #[serde(with = "hex_u64_opt")]
+    digest: Option<u64>,
+}
+
+/// An optional 64-bit hash as 16 hex digits or null.
+mod hex_u64_opt {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(h) => s.serialize_str(&format!("{h:016x}")),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        match Option::<std::borrow::Cow<'de, str>>::deserialize(d)? {
+            None => Ok(None),
+            Some(t) if t.len() == 16 => u64::from_str_radix(&t, 16)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+            Some(_) => Err(serde::de::Error::custom("a hash is 16 hex digits")),
+        }
+    }
 }
 
 /// An error by its fingerprint's hash, with its key line for messages and a count.
@@ -589,8 +616,11 @@ impl Task {
         now: u64,
         out: &mut Outcome,
     ) {
-        let new_digest = digest.map(|d| {
-            let key = exact_hash(d);
+        let digest_key = digest.map(exact_hash);
+        if let (Some(key), Some(step)) = (digest_key, self.current.as_mut()) {
+            step.digest = Some(key);
+        }
+        let new_digest = digest_key.map(|key| {
             if self.digests.contains(&key) {
                 false
             } else {
@@ -666,6 +696,12 @@ impl Task {
             h.write_str("say:");
             h.write_str(&step.text);
             action.push(h.finish());
+        }
+        if let Some(d) = step.digest {
+            // An edit's result is the content it produced: the same edit again is the same
+            // step, however the tool's output changed (a line count, a timestamp).
+            result.clear();
+            result.push(d);
         }
         for e in &step.errors {
             result.push(e.key);

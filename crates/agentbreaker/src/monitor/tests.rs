@@ -600,3 +600,58 @@ fn transient_errors_do_not_fail_a_step() {
     }
     assert_eq!(slug(last.as_ref().unwrap()), Some("fail_streak"));
 }
+
+#[test]
+fn an_edit_applied_again_is_the_same_step_whatever_the_tool_printed() {
+    // The same edit re-applied: the file grows by the same block each time, so the tool's
+    // output (its line count) differs, but the content digest the edit produced is the same.
+    let (m, _) = monitor(json!({}));
+    let mut verdicts = Vec::new();
+    for i in 0..6u32 {
+        obs(&m, json!({"type": "assistant", "text": ""}));
+        obs(
+            &m,
+            json!({"type": "tool_use", "name": "edit", "id": format!("e{i}"),
+                        "input": {"file": "A.java", "at": "1:1", "text": "import x;"}}),
+        );
+        obs(
+            &m,
+            json!({"type": "progress", "files": ["A.java"], "digest": "same-edit"}),
+        );
+        verdicts.push(obs(&m, json!({"type": "tool_result", "id": format!("e{i}"), "ok": true,
+                                      "text": format!("[File: A.java ({} lines total)]", 54 * (i + 1))})));
+    }
+    // The first application is progress and a step like the others: five in a row halt.
+    assert_eq!(slug(&verdicts[2]), Some("repeated_step"));
+    assert_eq!(verdicts[2].action, VerdictAction::Warn);
+    assert!(verdicts[4].is_halt(), "{verdicts:?}");
+    assert_eq!(slug(&verdicts[4]), Some("repeated_step"));
+}
+
+#[test]
+fn counts_in_results_are_kept_so_a_moving_poll_is_no_repeat() {
+    let (m, _) = monitor(json!({}));
+    for i in 0..10u32 {
+        let v = step(
+            &m,
+            i,
+            "gh run watch",
+            true,
+            &format!("{} of 60 jobs done", (i + 1) * 5),
+        );
+        assert_ne!(slug(&v), Some("repeated_step"), "poll {i}: {v:?}");
+    }
+    // ... while durations, timestamps and ids are not: the same result.
+    let (m, _) = monitor(json!({}));
+    let mut last = None;
+    for i in 0..5u32 {
+        last = Some(step(
+            &m,
+            i,
+            "gh run watch",
+            true,
+            &format!("queued at 2026-11-26T03:{i:02}:00Z after 0.{i}s (run 5f3a9c2e8{i})"),
+        ));
+    }
+    assert_eq!(slug(last.as_ref().unwrap()), Some("repeated_step"));
+}
