@@ -165,162 +165,149 @@ fn template_token(token: &str) -> String {
 ///   and so do `10 of 60 jobs` and `20 of 60 jobs` (a poll whose output moves is not a loop);
 ///   while durations (`0.52s`), timestamps (`2024-05-01T10:00:01Z`, `10:42:07`), versions,
 ///   `line:col` pairs, long ids and epoch times do not tell two outputs apart.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct NormalizedHasher {
-    hash: rustc_hash::FxHasher,
-    /// Normalized output waiting to be hashed (hashed 64 bytes at a time).
-    out: [u8; OUT_BUFFER],
-    out_len: usize,
-    /// The current word's first bytes (a longer word is no id: it is written as it comes).
-    word: [u8; WORD_BUFFER],
-    word_len: usize,
-    word_has_digit: bool,
-    word_not_hex: bool,
-    word_all_digits: bool,
-    /// The byte before the current word (0 at the start or after whitespace).
+    /// The normalized text so far (hashed at once by `finish`).
+    out: Vec<u8>,
+    /// A word that reached the end of the last piece of text (it may go on in the next).
+    word: Vec<u8>,
+    /// The byte before `word` (0 at the start or after whitespace).
     before_word: u8,
-    /// Inside a long word, the last byte written was a digit run's `#`.
-    long_in_digits: bool,
+    /// The byte before the next word, as things stand.
+    last: u8,
     pending_space: bool,
-    started: bool,
 }
 
 impl NormalizedHasher {
     /// A new hasher.
     pub fn new() -> Self {
-        NormalizedHasher {
-            hash: rustc_hash::FxHasher::default(),
-            out: [0; OUT_BUFFER],
-            out_len: 0,
-            word: [0; WORD_BUFFER],
-            word_len: 0,
-            word_has_digit: false,
-            word_not_hex: false,
-            word_all_digits: true,
-            before_word: 0,
-            long_in_digits: false,
-            pending_space: false,
-            started: false,
-        }
-    }
-
-    #[inline(always)]
-    fn emit(&mut self, b: u8) {
-        if self.out_len == OUT_BUFFER {
-            use std::hash::Hasher;
-            self.hash.write(&self.out);
-            self.out_len = 0;
-        }
-        self.out[self.out_len] = b;
-        self.out_len += 1;
+        Self::default()
     }
 
     /// Adds `text`; the result of several calls is that of their concatenation.
     pub fn write_str(&mut self, text: &str) {
-        for &b in text.as_bytes() {
-            if b.is_ascii_alphanumeric() || b == b'_' {
-                if self.word_len == 0 && self.pending_space {
-                    self.emit(b' ');
+        let bytes = text.as_bytes();
+        self.out.reserve(bytes.len() + 2);
+        let mut i = 0;
+        if !self.word.is_empty() {
+            // The word of the last piece goes on, or ends here.
+            while i < bytes.len() && is_word_byte(bytes[i]) {
+                i += 1;
+            }
+            self.word.extend_from_slice(&bytes[..i]);
+            if i == bytes.len() {
+                return;
+            }
+            let word = std::mem::take(&mut self.word);
+            self.write_word(&word, self.before_word, bytes[i]);
+        }
+        while i < bytes.len() {
+            let b = bytes[i];
+            let class = CLASS[b as usize];
+            if class & 1 != 0 {
+                // A word: found and classified in one pass.
+                let start = i;
+                let (mut any, mut all) = (0u8, 0xffu8);
+                while i < bytes.len() {
+                    let c = CLASS[bytes[i] as usize];
+                    if c & 1 == 0 {
+                        break;
+                    }
+                    any |= c;
+                    all &= c;
+                    i += 1;
+                }
+                if self.pending_space {
+                    self.out.push(b' ');
                     self.pending_space = false;
                 }
-                if self.word_len < WORD_BUFFER {
-                    self.word[self.word_len] = b;
-                } else {
-                    if self.word_len == WORD_BUFFER {
-                        // Too long to be an id: what is buffered is written, digit runs as `#`.
-                        self.long_in_digits = false;
-                        for i in 0..WORD_BUFFER {
-                            self.write_word_byte(self.word[i]);
-                        }
-                    }
-                    self.write_word_byte(b);
+                if i == bytes.len() {
+                    self.word.extend_from_slice(&bytes[start..]);
+                    self.before_word = self.last;
+                    return;
                 }
-                self.word_len += 1;
-                let digit = b.is_ascii_digit();
-                self.word_has_digit |= digit;
-                self.word_all_digits &= digit;
-                self.word_not_hex |= !b.is_ascii_hexdigit();
+                self.write_classified(&bytes[start..i], any, all, self.last, bytes[i]);
                 continue;
             }
-            self.end_word(b);
-            if crate::text::is_ascii_space(b) {
-                self.pending_space = self.started;
-                self.before_word = 0;
+            i += 1;
+            if class & 8 != 0 {
+                self.pending_space = !self.out.is_empty();
+                self.last = 0;
                 continue;
             }
             if self.pending_space {
-                self.emit(b' ');
+                self.out.push(b' ');
                 self.pending_space = false;
             }
-            self.emit(b);
-            self.before_word = b;
-            self.started = true;
+            self.out.push(b);
+            self.last = b;
         }
     }
 
-    /// One byte of a word written with its digit runs replaced by `#`.
-    fn write_word_byte(&mut self, b: u8) {
-        if b.is_ascii_digit() {
-            if !self.long_in_digits {
-                self.emit(b'#');
-            }
-            self.long_in_digits = true;
+    /// A whole word, between the bytes `before` and `next` (0: none).
+    fn write_word(&mut self, word: &[u8], before: u8, next: u8) {
+        let (mut any, mut all) = (0u8, 0xffu8);
+        for &b in word {
+            let c = CLASS[b as usize];
+            any |= c;
+            all &= c;
+        }
+        self.write_classified(word, any, all, before, next);
+    }
+
+    /// A whole word, with the OR (`any`) and AND (`all`) of its bytes' classes.
+    fn write_classified(&mut self, word: &[u8], any: u8, all: u8, before: u8, next: u8) {
+        if word.len() > WORD_BUFFER {
+            // Too long to be an id: written with its digit runs as `#`.
+            self.digit_runs(word);
         } else {
-            self.emit(b);
-            self.long_in_digits = false;
-        }
-    }
-
-    /// Ends the current word; `next` is the byte after it (0 at the end of the text).
-    fn end_word(&mut self, next: u8) {
-        if self.word_len == 0 {
-            return;
-        }
-        if self.word_len <= WORD_BUFFER {
+            let (digit, all_digits, all_hex) = (any & 2 != 0, all & 2 != 0, all & 4 != 0);
             let joins = |b: u8| matches!(b, b'.' | b':' | b'-' | b'/' | b',');
-            let count = self.word_all_digits
-                && self.word_len <= MAX_COUNT_DIGITS
-                && !joins(self.before_word)
-                && !joins(next);
-            if count {
-                for i in 0..self.word_len {
-                    self.emit(self.word[i]);
-                }
-            } else {
-                let word = &self.word[..self.word_len];
-                let prefixed_hex = word.len() > 2
+            if !digit {
+                self.out.extend_from_slice(word);
+            } else if all_digits && word.len() <= MAX_COUNT_DIGITS && !joins(before) && !joins(next)
+            {
+                // A count standing alone.
+                self.out.extend_from_slice(word);
+            } else if all_hex
+                || (word.len() > 2
                     && (word.starts_with(b"0x") || word.starts_with(b"0X"))
-                    && word[2..].iter().all(u8::is_ascii_hexdigit);
-                if self.word_has_digit && (!self.word_not_hex || prefixed_hex) {
-                    self.emit(b'#');
-                } else {
-                    self.long_in_digits = false;
-                    for i in 0..self.word_len {
-                        self.write_word_byte(self.word[i]);
-                    }
-                }
+                    && word[2..].iter().all(u8::is_ascii_hexdigit))
+            {
+                self.out.push(b'#');
+            } else {
+                self.digit_runs(word);
             }
         }
-        self.word_len = 0;
-        self.word_has_digit = false;
-        self.word_not_hex = false;
-        self.word_all_digits = true;
-        self.started = true;
+        self.last = b'a';
+    }
+
+    fn digit_runs(&mut self, word: &[u8]) {
+        let mut in_digits = false;
+        for &b in word {
+            if b.is_ascii_digit() {
+                if !in_digits {
+                    self.out.push(b'#');
+                }
+                in_digits = true;
+            } else {
+                self.out.push(b);
+                in_digits = false;
+            }
+        }
     }
 
     /// The hash of everything written.
     pub fn finish(mut self) -> u64 {
         use std::hash::Hasher;
-        self.end_word(0);
-        self.hash.write(&self.out[..self.out_len]);
-        self.hash.write_usize(self.out_len);
-        self.hash.finish()
-    }
-}
-
-impl Default for NormalizedHasher {
-    fn default() -> Self {
-        Self::new()
+        if !self.word.is_empty() {
+            let word = std::mem::take(&mut self.word);
+            self.write_word(&word, self.before_word, 0);
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        h.write(&self.out);
+        h.write_usize(self.out.len());
+        h.finish()
     }
 }
 
@@ -332,10 +319,39 @@ impl fmt::Debug for NormalizedHasher {
 
 /// The longest word that may still be an id (a SHA-256 in hex is 64 digits).
 const WORD_BUFFER: usize = 64;
-/// Normalized bytes hashed at a time.
-const OUT_BUFFER: usize = 64;
 /// The most digits a kept count has (longer numbers are ids or epoch times).
 const MAX_COUNT_DIGITS: usize = 8;
+
+/// Byte classes of the normalizing hash: 1 a word byte (ASCII letter, digit or `_`), 2 a digit
+/// (also a word byte), 4 a hex digit, 8 ASCII whitespace.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let mut v = 0;
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            v |= 1;
+        }
+        if c.is_ascii_digit() {
+            v |= 2;
+        }
+        if c.is_ascii_hexdigit() {
+            v |= 4;
+        }
+        if c == b' ' || (c >= b'\t' && c <= b'\r') {
+            v |= 8;
+        }
+        t[b] = v;
+        b += 1;
+    }
+    t
+};
+
+#[inline(always)]
+fn is_word_byte(b: u8) -> bool {
+    CLASS[b as usize] & 1 != 0
+}
 
 /// [`NormalizedHasher`] over one text.
 pub fn normalized_hash(text: &str) -> u64 {

@@ -901,19 +901,7 @@ impl Task {
         let s = &c.stagnation;
         let f = &c.failure;
         let rules = s.step_rules();
-        let (same_count, same_line) = self
-            .errors
-            .iter()
-            .max_by_key(|e| e.count)
-            .map_or((0, String::new()), |e| (e.count, e.line.clone()));
-        let cycle_actions: Vec<String> = self
-            .recent
-            .iter()
-            .rev()
-            .take(counts.cycle_length as usize)
-            .rev()
-            .cloned()
-            .collect();
+        let same_count = self.errors.iter().map(|e| e.count).max().unwrap_or(0);
         let needed = StepCounts::fail_window_needed(&rules);
         let window_full = counts.since_progress >= u64::from(rules.fail_window);
         let identical_on = f.identical_error_threshold > 0;
@@ -927,65 +915,42 @@ impl Task {
         };
         let no_progress = self.no_progress_count(s.no_progress_distinct_actions);
         let decline = self.declined >= no_progress && no_progress > 0;
-        // (rule, count, threshold, halts now, finding)
-        let checks: [(Rule, u64, u32, bool, Finding); 8] = [
+        let progress_rule = if decline {
+            Rule::OutputDecline
+        } else {
+            Rule::NoProgress
+        };
+        // (rule, count, threshold, halts now); the figures are written only for a verdict.
+        let checks: [(Rule, u64, u32, bool); 8] = [
             (
                 Rule::RepeatedStep,
                 u64::from(counts.repeat),
                 rules.repeat,
                 rules.repeat > 0 && counts.repeat >= rules.repeat,
-                Finding::Repeated {
-                    count: counts.repeat,
-                    threshold: rules.repeat,
-                    action: done.describe.clone(),
-                    failed,
-                },
             ),
             (
                 Rule::Cycle,
                 u64::from(counts.cycle_repeats),
                 rules.cycle_repeats,
                 rules.cycle_repeats > 0 && counts.cycle_repeats >= rules.cycle_repeats,
-                Finding::Cycle {
-                    length: counts.cycle_length,
-                    repeats: counts.cycle_repeats,
-                    threshold: rules.cycle_repeats,
-                    actions: cycle_actions,
-                },
             ),
             (
                 Rule::FailStreak,
                 u64::from(counts.fail_streak),
                 rules.fail_streak,
                 rules.fail_streak > 0 && counts.fail_streak >= rules.fail_streak,
-                Finding::FailStreak {
-                    count: counts.fail_streak,
-                    threshold: rules.fail_streak,
-                    distinct: counts.fail_streak_distinct,
-                    error: self.last_error.clone(),
-                },
             ),
             (
                 Rule::FailWindow,
                 u64::from(counts.fail_window_failed),
                 if rules.fail_window > 0 { needed } else { 0 },
                 rules.fail_window > 0 && window_full && counts.fail_window_failed >= needed,
-                Finding::FailWindow {
-                    failed: counts.fail_window_failed,
-                    window: rules.fail_window,
-                    needed,
-                },
             ),
             (
                 Rule::SameError,
                 same_count,
                 s.same_error_threshold,
                 same_count >= u64::from(s.same_error_threshold),
-                Finding::SameError {
-                    count: same_count,
-                    threshold: s.same_error_threshold,
-                    error: same_line,
-                },
             ),
             (
                 Rule::ConsecutiveFailures,
@@ -994,50 +959,21 @@ impl Task {
                 self.consecutive_failures >= u64::from(f.failure_threshold)
                     || (identical_on
                         && self.identical_count >= u64::from(f.identical_error_threshold)),
-                Finding::ConsecutiveFailures {
-                    count: consecutive.0,
-                    threshold: consecutive.1,
-                    error: self.last_error.clone(),
-                },
             ),
             (
-                if decline {
-                    Rule::OutputDecline
-                } else {
-                    Rule::NoProgress
-                },
+                progress_rule,
                 no_progress,
                 s.no_progress_threshold,
                 no_progress >= u64::from(s.no_progress_threshold),
-                if decline {
-                    Finding::OutputDecline {
-                        count: no_progress,
-                        threshold: s.no_progress_threshold,
-                        percent,
-                    }
-                } else {
-                    Finding::NoProgress {
-                        count: no_progress,
-                        threshold: s.no_progress_threshold,
-                        distinct_actions: (s.no_progress_distinct_actions > 0)
-                            .then(|| self.distinct_recent(no_progress as usize)),
-                    }
-                },
             ),
             (
                 Rule::OutputLoop,
                 u64::from(output_count),
                 c.budget.loop_window,
                 output_count >= c.budget.loop_window,
-                Finding::OutputLoop {
-                    count: output_count,
-                    window: c.budget.loop_window,
-                    similarity: self.similarities.iter().copied().fold(1.0, f64::min),
-                    threshold: c.budget.similarity_jaccard_threshold,
-                },
             ),
         ];
-        for (rule, count, threshold, halts, finding) in checks {
+        for (rule, count, threshold, halts) in checks {
             // The no-progress ladder is one episode whatever its reason's name.
             let bit = if matches!(rule, Rule::OutputDecline) {
                 Rule::NoProgress.bit()
@@ -1050,16 +986,82 @@ impl Task {
             if threshold == 0 {
                 continue;
             }
-            if halts {
-                out.add(finding.verdict(VerdictAction::Halt, &self.id, done.number));
+            let action = if halts {
+                VerdictAction::Halt
             } else if c.warn_before > 0
                 && threshold > c.warn_before
                 && count >= u64::from(threshold - c.warn_before)
                 && self.ladder.warned & bit == 0
             {
                 self.ladder.warned |= bit;
-                out.add(finding.verdict(VerdictAction::Warn, &self.id, done.number));
-            }
+                VerdictAction::Warn
+            } else {
+                continue;
+            };
+            let finding = match rule {
+                Rule::RepeatedStep => Finding::Repeated {
+                    count: counts.repeat,
+                    threshold: rules.repeat,
+                    action: done.describe.clone(),
+                    failed,
+                },
+                Rule::Cycle => Finding::Cycle {
+                    length: counts.cycle_length,
+                    repeats: counts.cycle_repeats,
+                    threshold: rules.cycle_repeats,
+                    actions: self
+                        .recent
+                        .iter()
+                        .rev()
+                        .take(counts.cycle_length as usize)
+                        .rev()
+                        .cloned()
+                        .collect(),
+                },
+                Rule::FailStreak => Finding::FailStreak {
+                    count: counts.fail_streak,
+                    threshold: rules.fail_streak,
+                    distinct: counts.fail_streak_distinct,
+                    error: self.last_error.clone(),
+                },
+                Rule::FailWindow => Finding::FailWindow {
+                    failed: counts.fail_window_failed,
+                    window: rules.fail_window,
+                    needed,
+                },
+                Rule::SameError => Finding::SameError {
+                    count: same_count,
+                    threshold: s.same_error_threshold,
+                    error: self
+                        .errors
+                        .iter()
+                        .max_by_key(|e| e.count)
+                        .map_or_else(String::new, |e| e.line.clone()),
+                },
+                Rule::ConsecutiveFailures => Finding::ConsecutiveFailures {
+                    count: consecutive.0,
+                    threshold: consecutive.1,
+                    error: self.last_error.clone(),
+                },
+                Rule::OutputDecline => Finding::OutputDecline {
+                    count: no_progress,
+                    threshold: s.no_progress_threshold,
+                    percent,
+                },
+                Rule::NoProgress => Finding::NoProgress {
+                    count: no_progress,
+                    threshold: s.no_progress_threshold,
+                    distinct_actions: (s.no_progress_distinct_actions > 0)
+                        .then(|| self.distinct_recent(no_progress as usize)),
+                },
+                _ => Finding::OutputLoop {
+                    count: output_count,
+                    window: c.budget.loop_window,
+                    similarity: self.similarities.iter().copied().fold(1.0, f64::min),
+                    threshold: c.budget.similarity_jaccard_threshold,
+                },
+            };
+            out.add(finding.verdict(action, &self.id, done.number));
         }
     }
 
