@@ -32,7 +32,7 @@ reliability-rust:
 	PROPTEST_CASES=$(MODEL_CASES) $(CARGO) test -p agentbreaker --test model_failure_permits \
 	  --test model_budget
 	PROPTEST_CASES=$(SLOW_MODEL_CASES) $(CARGO) test -p agentbreaker --test model \
-	  --test model_stagnation_counts --test model_restore --test persistence
+	  --test model_stagnation_counts --test model_restore --test persistence --test model_monitor
 	@echo "== concurrency: $(CONCURRENCY_ROUNDS) operations per thread"
 	AGENTBREAKER_CONCURRENCY_ROUNDS=$(CONCURRENCY_ROUNDS) $(CARGO) test -p agentbreaker \
 	  --test concurrency_cycles --test concurrency -- --nocapture

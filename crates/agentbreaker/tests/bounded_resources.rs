@@ -16,9 +16,11 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use agentbreaker::monitor::MAX_MONITOR_TASKS;
 use agentbreaker::{
     AgentEvent, AgentStep, BudgetBreaker, BudgetConfig, FailureBreaker, FailureConfig,
-    IterationMetrics, ManualClock, StagnationBreaker, StagnationConfig, State,
+    IterationMetrics, ManualClock, Monitor, MonitorConfig, MonitorEvent, StagnationBreaker,
+    StagnationConfig, State,
 };
 use serde_json::json;
 
@@ -410,4 +412,136 @@ fn budget_breaker_memory_is_bounded_by_open_tasks_and_output_windows() {
     let per_task = 256 + 2 * 64 + loop_window * (max_tokens * 8 + 24);
     let bound = long_lived * per_task + SLACK;
     check_bounded("BudgetBreaker", n, &heap, bound);
+}
+
+/// One Monitor (the coding-agent profile, budgets out of the way) fed distinct tool calls in 16
+/// long-lived tasks — every fourth call left without a result, so steps fill up to their cap of
+/// 64 calls —, a 10 MB result once in a thousand, failures with distinct errors, re-applied and
+/// new edits, and short-lived tasks opened and closed. Bound: per task, a step of 64 calls, the
+/// itemized tools, the error counts, the digests and the step history, at their caps.
+#[test]
+fn monitor_memory_is_bounded_by_its_per_task_caps() {
+    let _one = MEASURING.lock().unwrap_or_else(|p| p.into_inner());
+    let n = events();
+    let clock = ManualClock::shared(0);
+    let long_lived = 16usize;
+    let mut config = MonitorConfig::default();
+    config.budget.max_tool_calls_per_task = u64::MAX / 2;
+    config.budget.max_token_spend_cents_per_task = u64::MAX / 2;
+    config.budget.max_task_duration_secs = u64::MAX / 2000;
+    config.budget.max_idle_secs = u64::MAX / 2000;
+    // Every rule that could halt a task out of the way: the test is about memory.
+    config.stagnation.repeat_threshold = 0;
+    config.stagnation.cycle_repeats = 0;
+    config.stagnation.fail_streak_threshold = 0;
+    config.stagnation.fail_window = 0;
+    config.stagnation.same_error_threshold = u32::MAX;
+    config.stagnation.no_progress_threshold = 1000;
+    config.failure.failure_threshold = u32::MAX;
+    config.failure.warning_threshold = None;
+    let big = "y".repeat(10 << 20);
+    let ids: Vec<String> = (0..long_lived)
+        .map(|t| format!("task-{}", word(t)))
+        .collect();
+    let heap = measure(
+        n,
+        || Monitor::with_clock(config.clone(), clock.clone()).unwrap(),
+        |m, i| {
+            let task = &ids[i % long_lived];
+            let id = word(i);
+            let name = format!("tool-{}", word(i % 5000));
+            let use_ = json!({"type": "tool_use", "taskId": task, "name": name, "id": id,
+                              "input": {"q": word(i), "n": i}});
+            let v = m.observe(&use_).unwrap();
+            assert!(!v.is_halt(), "event {i}: {v:?}");
+            match i % 4 {
+                0 => {} // left unanswered
+                1 => {
+                    // The 10 MB text is borrowed, not copied into the event.
+                    let text = if i % 1000 == 1 { big.as_str() } else { "ok" };
+                    let result = MonitorEvent::tool_result(true, text, Some(id.as_str()))
+                        .for_task(task.as_str());
+                    m.observe_event(&result).unwrap();
+                }
+                2 => {
+                    m.observe(&json!({"type": "progress", "taskId": task, "files": 1,
+                                      "digest": word(i % 3000)}))
+                        .unwrap();
+                    m.observe(&json!({"type": "tool_result", "taskId": task, "id": id,
+                                      "ok": false, "text": error_text(i)}))
+                        .unwrap();
+                }
+                _ => {
+                    let child = format!("child-{}", word(i));
+                    m.observe(&json!({"type": "heartbeat", "taskId": child, "phase": "starting"}))
+                        .unwrap();
+                    m.observe(&json!({"type": "assistant", "taskId": child, "text": word(i)}))
+                        .unwrap();
+                    m.observe(&json!({"type": "heartbeat", "taskId": child, "phase": "done"}))
+                        .unwrap();
+                    m.observe(&json!({"type": "assistant", "taskId": task, "text": word(i)}))
+                        .unwrap();
+                }
+            }
+            if i % 1000 == 0 {
+                clock.advance(1);
+                assert!(m.tick().is_empty());
+            }
+        },
+        |m| {
+            let status = m.status();
+            assert_eq!(status["tasks"].as_array().unwrap().len(), long_lived);
+            assert!(
+                status["tasks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|t| t["halted"] == false)
+            );
+        },
+    );
+    // Per task: a step of 64 calls (names, ids and descriptions up to 256 + 256 + 160 bytes, an
+    // error line of 160), 64 itemized tools of up to 256 bytes, 64 error lines, 256 digests, the
+    // step history and the recent-step descriptions, the output window, the ids.
+    let per_task = 64 * (256 + 256 + 160 + 160 + 96)
+        + 64 * (256 + 48)
+        + 64 * (160 + 48)
+        + 256 * 8
+        + 1024 * 24
+        + 8 * 160
+        + 512 * 8 * 2
+        + 1024;
+    let bound = long_lived * per_task + SLACK;
+    check_bounded("Monitor", n, &heap, bound);
+}
+
+/// 100 000 tasks: a Monitor refuses to open more than 4096 at once (INVALID_EVENT, nothing
+/// changed), and tasks closed with a done heartbeat make room again.
+#[test]
+fn monitor_tasks_are_capped() {
+    let _one = MEASURING.lock().unwrap_or_else(|p| p.into_inner());
+    let m = Monitor::with_clock(MonitorConfig::default(), ManualClock::shared(0)).unwrap();
+    let base = LIVE.load(Ordering::SeqCst);
+    let mut refused = 0;
+    for i in 0..100_000usize {
+        let task = format!("t{}", word(i));
+        match m.observe(&json!({"type": "tool_use", "taskId": task, "name": "x"})) {
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!(e.code(), "INVALID_EVENT");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(refused, 100_000 - MAX_MONITOR_TASKS);
+    let held = LIVE.load(Ordering::SeqCst).saturating_sub(base);
+    eprintln!(
+        "Monitor: 100 000 tasks asked for, 4096 open, {} KiB",
+        held / KIB
+    );
+    assert!(held < 4096 * 4 * KIB, "{held} bytes for 4096 open tasks");
+    m.observe(&json!({"type": "heartbeat", "taskId": format!("t{}", word(0)), "phase": "done"}))
+        .unwrap();
+    m.observe(&json!({"type": "tool_use", "taskId": "new", "name": "x"}))
+        .unwrap();
 }
