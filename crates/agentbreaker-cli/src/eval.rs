@@ -771,23 +771,37 @@ pub fn sweep(
     labels: &BTreeMap<String, Label>,
     base: &Settings,
 ) -> Result<Vec<SweepPoint>, String> {
-    type Knob = (&'static str, fn(&mut Settings, u32));
-    let knobs: [Knob; 4] = [
-        ("repeatThreshold", |s, v| s.stagnation.repeat_threshold = v),
-        ("failStreakThreshold", |s, v| {
-            s.stagnation.fail_streak_threshold = v
-        }),
-        ("failWindow", |s, v| s.stagnation.fail_window = v),
-        ("sameErrorThreshold", |s, v| {
-            s.stagnation.same_error_threshold = v
-        }),
+    type Knob = (&'static str, fn(&mut Settings, u32), &'static [u32]);
+    const COUNTS: &[u32] = &[3, 4, 5, 6, 8, 10];
+    let knobs: [Knob; 6] = [
+        ("repeatThreshold", |s, v| s.stagnation.repeat_threshold = v, COUNTS),
+        (
+            "failStreakThreshold",
+            |s, v| s.stagnation.fail_streak_threshold = v,
+            COUNTS,
+        ),
+        ("failWindow", |s, v| s.stagnation.fail_window = v, COUNTS),
+        (
+            "sameErrorThreshold",
+            |s, v| s.stagnation.same_error_threshold = v,
+            COUNTS,
+        ),
+        (
+            "noProgressThreshold",
+            |s, v| s.stagnation.no_progress_threshold = v,
+            &[10, 12, 15, 20, 30],
+        ),
+        (
+            "noProgressDistinctActions",
+            |s, v| s.stagnation.no_progress_distinct_actions = v,
+            &[1, 2, 3, 4, 5],
+        ),
     ];
-    let values: [u32; 6] = [3, 4, 5, 6, 8, 10];
     let mut points = Vec::new();
     let f = evaluate(runs, labels, base)?;
     points.push(point("current", &f, true));
-    for (name, set) in knobs {
-        for v in values {
+    for (name, set, values) in knobs {
+        for &v in values {
             let mut s = base.clone();
             set(&mut s, v);
             if s.stagnation.validate().is_err() {
