@@ -272,8 +272,13 @@ pub fn monitor_config(
     Ok(m)
 }
 
+/// Whether saves are fsync'd (`AGENTBREAKER_HOOK_FSYNC=1`). Off by default: a save is a new file
+/// renamed over the old one, which no killed process, reader or full disk can tear; only a power
+/// loss can leave an empty file, which the next call moves aside (the session starts fresh). An
+/// fsync costs several milliseconds on every tool call, and parallel calls of a session wait for
+/// each other's (docs/hooks.md, "Speed").
 fn fsync_enabled() -> bool {
-    std::env::var("AGENTBREAKER_HOOK_FSYNC").map_or(true, |v| v != "0")
+    std::env::var("AGENTBREAKER_HOOK_FSYNC").is_ok_and(|v| v == "1")
 }
 
 /// Test knobs (documented in tests/hook.rs): a panic inside the call, a pause while the lock is

@@ -250,7 +250,7 @@ fn shell_exit_failed(text: &str) -> bool {
 /// - Gemini: `tool_response.error` marks a failure; a shell result's `Exit Code: N` line too.
 pub fn outcome(input: &HookInput) -> (bool, String) {
     if let Kind::PostTool { failure: true } = input.kind {
-        return (false, bounded(input.error.clone().unwrap_or_default()));
+        return (false, bounded(claude_failure_text(input)));
     }
     let response = input.tool_response.as_ref().unwrap_or(&Value::Null);
     let text = response_text(input.agent, response);
@@ -274,6 +274,35 @@ pub fn outcome(input: &HookInput) -> (bool, String) {
         _ => true,
     };
     (ok, bounded(text))
+}
+
+/// Claude Code's `PostToolUseFailure` error of a command is `Exit code N` and then the command's
+/// output. The Monitor tells errors apart by their first line, which would make every failing
+/// command the same error: the exit code goes to the end instead, and a failure without output
+/// is named by its command.
+fn claude_failure_text(input: &HookInput) -> String {
+    let error = input.error.clone().unwrap_or_default();
+    let Some(rest) = error.strip_prefix("Exit code ") else {
+        return error;
+    };
+    let (code, body) = rest.split_once('\n').unwrap_or((rest, ""));
+    let code = code.trim();
+    if code.parse::<i64>().is_err() {
+        return error;
+    }
+    if body.trim().is_empty() {
+        let command = input
+            .tool_input
+            .get("command")
+            .and_then(Value::as_str)
+            .and_then(|c| c.lines().next())
+            .unwrap_or("");
+        return format!(
+            "exit code {code} without output: {}",
+            agentbreaker::text::truncate(command, 200)
+        );
+    }
+    format!("{body}\n(exit code {code})")
 }
 
 fn response_text(agent: Agent, response: &Value) -> String {
@@ -559,6 +588,23 @@ mod tests {
             Agent::Claude,
         );
         assert!(!outcome(&failed).0);
+        let exit = |error: &str, command: &str| {
+            outcome(&input(
+                json!({"hook_event_name": "PostToolUseFailure", "session_id": "s",
+                       "tool_name": "Bash", "tool_input": {"command": command}, "error": error}),
+                Agent::Claude,
+            ))
+            .1
+        };
+        assert_eq!(
+            exit("Exit code 2\nno such file\n", "cat x"),
+            "no such file\n\n(exit code 2)"
+        );
+        assert_eq!(
+            exit("Exit code 1\n", "grep -r foo ."),
+            "exit code 1 without output: grep -r foo ."
+        );
+        assert_eq!(exit("Exit codes", "x"), "Exit codes");
         let ok = input(
             json!({"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Bash",
                    "tool_response": {"stdout": "hi", "stderr": "", "interrupted": false}}),
