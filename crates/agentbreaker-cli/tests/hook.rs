@@ -831,6 +831,14 @@ fn bad_stdin_never_blocks() {
         .unwrap();
     let c = call_of(out, Duration::ZERO);
     assert_eq!((c.code, c.stdout.trim()), (0, "{}"), "{c:?}");
+    assert_eq!(c.stderr.lines().count(), 1, "{c:?}");
+    let out = sb
+        .command(&["hook", "--agent", "claude", "--nope"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let c = call_of(out, Duration::ZERO);
+    assert_eq!((c.code, c.stdout.as_str()), (1, ""), "{c:?}");
 }
 
 #[test]

@@ -229,11 +229,8 @@ pub fn command_line_error(args: &[String], error: &str) -> Option<i32> {
         return None;
     }
     let first = error.lines().next().unwrap_or(error);
-    let stdout = if args.iter().any(|a| a == "gemini") {
-        "{}\n"
-    } else {
-        ""
-    };
+    let agent = args.iter().skip(2).find_map(|a| Agent::from_name(a));
+    let (code, stdout) = failure_exit(agent);
     write_once(
         stdout,
         Some(&format!(
@@ -241,7 +238,7 @@ pub fn command_line_error(args: &[String], error: &str) -> Option<i32> {
             first.trim_start_matches("error: ")
         )),
     );
-    Some(0)
+    Some(code)
 }
 
 /// Environment variables of the hook itself, kept out of the breaker settings.
