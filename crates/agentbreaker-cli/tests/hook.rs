@@ -24,6 +24,14 @@ use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agentbreaker");
 
+/// The tests that time their calls against the 1 s bound take turns, so that the other tests of
+/// this file (run in parallel on a 2-core machine) are their only competition.
+static TIMED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn timed() -> std::sync::MutexGuard<'static, ()> {
+    TIMED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hook")
 }
@@ -691,6 +699,7 @@ fn status_lists_live_sessions_with_their_counters() {
 
 #[test]
 fn fifty_concurrent_hook_processes_lose_no_count() {
+    let _turn = timed();
     let sb = Sandbox::new();
     let args = sb.hook_args(Some("claude"));
     let mut children = Vec::new();
@@ -724,6 +733,7 @@ fn fifty_concurrent_hook_processes_lose_no_count() {
 
 #[test]
 fn a_stuck_lock_holder_costs_under_a_second_and_a_killed_one_leaves_usable_state() {
+    let _turn = timed();
     let sb = Sandbox::new();
     for n in 0..3 {
         assert_eq!(
@@ -956,6 +966,7 @@ fn a_panic_allows_the_call_and_the_next_call_works() {
 
 #[test]
 fn missing_huge_and_binary_transcripts_cost_bounded_time() {
+    let _turn = timed();
     let sb = Sandbox::new();
     std::fs::remove_file(&sb.transcript).unwrap();
     // Missing: the call is checked as usual, one line says spend is not counted.

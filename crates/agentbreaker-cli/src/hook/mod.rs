@@ -35,7 +35,7 @@ use state::{Loaded, SessionState, StateDir};
 use transcript::Cursor;
 
 /// Every hook call answers within this time, even when the lock is held by a stuck process.
-pub const DEADLINE: Duration = Duration::from_millis(800);
+pub const DEADLINE: Duration = Duration::from_millis(750);
 /// The largest event read from stdin.
 pub const MAX_INPUT_BYTES: u64 = 32 * 1024 * 1024;
 /// The profile a hook uses unless `--profile` says otherwise.
