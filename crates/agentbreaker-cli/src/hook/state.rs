@@ -2,7 +2,8 @@
 //! the hook's own cursors), a lock file beside it, written atomically.
 //!
 //! Safety rules (docs/hooks.md, "Never harm the agent"):
-//! - the folder is private (0700) and its files too (0600); a folder that is a symlink is refused;
+//! - the folder is created private (0700) and its files too (0600); a folder that is a symlink, or
+//!   that others can write to, is refused (and never chmod'ed);
 //! - a session id never becomes a path as it is: the file name is a strictly sanitized prefix of
 //!   it and 128 bits of its SHA-256 ([`StateDir::key`]);
 //! - nothing in the folder is followed when it is a symlink (`O_NOFOLLOW`), and nothing that is not
@@ -15,7 +16,7 @@
 use std::ffi::OsStr;
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -160,7 +161,7 @@ impl StateDir {
     }
 
     /// Opens the folder, creating it (0700) when `create`. A folder that is a symlink, is not a
-    /// folder, or is open to others and cannot be made private is refused.
+    /// folder, or can be written by others is refused.
     pub fn open(path: &Path, create: bool) -> Result<StateDir, String> {
         let meta = match std::fs::symlink_metadata(path) {
             Ok(m) => m,
@@ -194,15 +195,14 @@ impl StateDir {
                 path.display()
             ));
         }
-        if meta.mode() & 0o077 != 0 {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).map_err(
-                |e| {
-                    format!(
-                        "the state folder {} is open to others and cannot be made private: {e}",
-                        path.display()
-                    )
-                },
-            )?;
+        // A folder others can write to (`/tmp`, say) could have our files replaced: refused, and
+        // never chmod'ed (it may be shared).
+        if meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "the state folder {} can be written by others (mode {:o}); use a private folder",
+                path.display(),
+                meta.mode() & 0o7777
+            ));
         }
         Ok(StateDir {
             path: path.to_path_buf(),
@@ -473,6 +473,15 @@ mod tests {
         std::fs::write(sd.path.join("k.json"), b"{not json").unwrap();
         assert!(matches!(sd.load("k"), Loaded::Aside(_)));
         assert!(matches!(sd.load("k"), Loaded::Fresh));
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(
+            &shared,
+            std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+        )
+        .unwrap();
+        assert!(StateDir::open(&shared, true).is_err());
+        assert_eq!(std::fs::metadata(&shared).unwrap().mode() & 0o7777, 0o1777);
         let target = dir.path().join("target");
         std::fs::write(&target, b"secret").unwrap();
         std::os::unix::fs::symlink(&target, sd.path.join("j.json")).unwrap();
