@@ -774,7 +774,11 @@ pub fn sweep(
     type Knob = (&'static str, fn(&mut Settings, u32), &'static [u32]);
     const COUNTS: &[u32] = &[3, 4, 5, 6, 8, 10];
     let knobs: [Knob; 6] = [
-        ("repeatThreshold", |s, v| s.stagnation.repeat_threshold = v, COUNTS),
+        (
+            "repeatThreshold",
+            |s, v| s.stagnation.repeat_threshold = v,
+            COUNTS,
+        ),
         (
             "failStreakThreshold",
             |s, v| s.stagnation.fail_streak_threshold = v,

@@ -4,6 +4,7 @@
 //! reach the parsers directly.
 
 pub mod eval;
+pub mod hook;
 pub mod ralph;
 pub mod replay;
 pub mod report;

@@ -1,6 +1,6 @@
 //! `agentbreaker`: put a circuit breaker in front of an agent CLI without writing code.
 
-use agentbreaker_cli::{eval, ralph, replay, report, settings, stream, supervise, watch};
+use agentbreaker_cli::{eval, hook, ralph, replay, report, settings, stream, supervise, watch};
 
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -43,6 +43,12 @@ enum Cmd {
     Config(ConfigArgs),
     /// Measure detection on labelled agent trajectories: stuck runs halted, healthy runs halted.
     Eval(EvalArgs),
+    // `hook` and `status` live in agentbreaker_cli::hook (docs/hooks.md).
+    /// Guard Claude Code, Codex CLI or Gemini CLI from inside: their hooks run this on every event
+    /// (`agentbreaker hook install claude` sets it up).
+    Hook(hook::cli::HookCli),
+    /// List the sessions `agentbreaker hook` watches, with their counters.
+    Status(hook::cli::StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -571,6 +577,13 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            // A hook call never fails on its command line (that would block Gemini CLI).
+            let args: Vec<String> = std::env::args().collect();
+            if e.use_stderr()
+                && let Some(code) = hook::command_line_error(&args, &e.to_string())
+            {
+                return ExitCode::from(u8::try_from(code).unwrap_or(0));
+            }
             let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
             let _ = e.print();
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
@@ -582,6 +595,8 @@ fn main() -> ExitCode {
         Cmd::Loop(a) => cmd_loop(a),
         Cmd::Config(a) => cmd_config(a),
         Cmd::Eval(a) => cmd_eval(a),
+        Cmd::Hook(a) => hook::cli::run_hook(a),
+        Cmd::Status(a) => hook::cli::run_status(a),
     };
     ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
 }

@@ -161,6 +161,33 @@ impl Settings {
         Ok(s)
     }
 
+    /// `base`, then `file` when given (it must exist), then the environment; no default file is
+    /// looked for in the working directory (`hook` names its project's file itself).
+    pub fn load_over_file<I, K, V>(
+        base: Settings,
+        file: Option<&Path>,
+        env: I,
+    ) -> Result<Self, String>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        if file.is_some() {
+            return Self::load_over(base, file, env);
+        }
+        let mut s = base;
+        let layered = apply_env(s.budget.clone(), env);
+        s.budget = layered.config;
+        s.warnings.extend(
+            layered
+                .warnings
+                .into_iter()
+                .map(|w| format!("{}={:?}: {}", w.variable, w.value, w.message)),
+        );
+        Ok(s)
+    }
+
     fn apply_file(&mut self, text: &str) -> Result<(), String> {
         let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
         let root = serde_json::to_value(table).map_err(|e| e.to_string())?;
