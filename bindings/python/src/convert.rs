@@ -12,6 +12,7 @@
 //! (numbers stay `int` when whole in the JSON, `float` otherwise). Objects come out with their
 //! keys in JSON order (sorted), as every binding gives them.
 
+use std::fmt;
 use std::path::PathBuf;
 
 use agentbreaker::Error;
@@ -34,23 +35,55 @@ pub fn type_name(value: &Bound<'_, PyAny>) -> String {
 /// Converts a Python value to JSON. `what` names the value in messages (`"snapshot"`,
 /// `"failure_threshold"`); `kind` decides the error code.
 pub fn to_json(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind) -> Result<Value, Error> {
-    walk(value, what, kind, 0)
+    walk(value, &At::Root(what), kind, 0)
 }
 
-fn walk(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind, depth: usize) -> Result<Value, Error> {
+/// Where a value sits in an argument (`event['input'][2]`), written out only for a message.
+#[derive(Debug, Clone, Copy)]
+enum At<'a> {
+    Root(&'a str),
+    Index(&'a At<'a>, usize),
+    Key(&'a At<'a>, &'a str),
+}
+
+impl At<'_> {
+    fn root(&self) -> &str {
+        match self {
+            At::Root(name) => name,
+            At::Index(parent, _) | At::Key(parent, _) => parent.root(),
+        }
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Root(name) => f.write_str(name),
+            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
+            At::Key(parent, key) => write!(f, "{parent}['{key}']"),
+        }
+    }
+}
+
+fn walk(
+    value: &Bound<'_, PyAny>,
+    at: &At<'_>,
+    kind: ArgKind,
+    depth: usize,
+) -> Result<Value, Error> {
     if depth > MAX_DEPTH {
-        return Err(kind.too_deep(what.split('[').next().unwrap_or(what)));
+        return Err(kind.too_deep(at.root()));
     }
     let items = |items: &mut dyn Iterator<Item = Bound<'_, PyAny>>| {
         let items = items.enumerate();
         items
-            .map(|(i, item)| walk(&item, &format!("{what}[{i}]"), kind, depth + 1))
+            .map(|(i, item)| walk(&item, &At::Index(at, i), kind, depth + 1))
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array)
     };
     let entry = |map: &mut Map<String, Value>, k: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>| {
-        let key = key_str(k, what, kind)?;
-        let item = walk(v, &format!("{what}['{key}']"), kind, depth + 1)?;
+        let key = key_str(k, at, kind)?;
+        let item = walk(v, &At::Key(at, &key), kind, depth + 1)?;
         map.insert(key, item);
         Ok::<_, Error>(())
     };
@@ -61,14 +94,14 @@ fn walk(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind, depth: usize) -> Re
     } else if let Ok(i) = value.cast::<PyInt>() {
         let n = i.extract::<u64>().map(Value::from);
         n.or_else(|_| i.extract::<i64>().map(Value::from))
-            .map_err(|_| kind.out_of_range(what))
+            .map_err(|_| kind.out_of_range(&at.to_string()))
     } else if let Ok(f) = value.cast::<PyFloat>() {
         let x = f.value();
         float(x)
             .map(Value::Number)
-            .ok_or_else(|| kind.not_finite(what, x))
+            .ok_or_else(|| kind.not_finite(&at.to_string(), x))
     } else if let Ok(s) = value.cast::<PyString>() {
-        python_str(s, what, kind).map(Value::String)
+        python_str(s, at, kind).map(Value::String)
     } else if let Ok(list) = value.cast::<PyList>() {
         items(&mut list.iter())
     } else if let Ok(tuple) = value.cast::<PyTuple>() {
@@ -80,10 +113,9 @@ fn walk(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind, depth: usize) -> Re
         }
         Ok(Value::Object(map))
     } else if value.is_instance_of::<PyType>() {
-        Err(refused(value, what, kind))
+        Err(refused(value, at, kind))
     } else if let Ok(mapping) = value.cast::<PyMapping>() {
-        let unreadable =
-            |e: PyErr| kind.error(format_args!("{what}: cannot read the mapping: {e}"));
+        let unreadable = |e: PyErr| kind.error(format_args!("{at}: cannot read the mapping: {e}"));
         let mut map = Map::new();
         for pair in mapping.items().map_err(unreadable)?.iter() {
             let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
@@ -94,25 +126,25 @@ fn walk(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind, depth: usize) -> Re
     } else if value.hasattr("__fspath__").unwrap_or(false) {
         let path: PathBuf = value
             .extract()
-            .map_err(|e| kind.error(format_args!("{what}: not a usable path: {e}")))?;
+            .map_err(|e| kind.error(format_args!("{at}: not a usable path: {e}")))?;
         let path = path.into_os_string().into_string();
         path.map(Value::String)
-            .map_err(|_| kind.error(format_args!("{what} is a path that is not valid Unicode")))
+            .map_err(|_| kind.error(format_args!("{at} is a path that is not valid Unicode")))
     } else {
-        Err(refused(value, what, kind))
+        Err(refused(value, at, kind))
     }
 }
 
-fn refused(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind) -> Error {
-    let got = type_name(value);
-    kind.wrong_type(
-        what,
-        "None, a bool, an int, a float, a str, a list or a dict",
-        &got,
-    )
+fn refused(value: &Bound<'_, PyAny>, at: &At<'_>, kind: ArgKind) -> Error {
+    let expected = "None, a bool, an int, a float, a str, a list or a dict";
+    kind.wrong_type(&at.to_string(), expected, &type_name(value))
 }
 
-fn key_str(key: &Bound<'_, PyAny>, what: &str, kind: ArgKind) -> Result<String, Error> {
+fn key_str(
+    key: &Bound<'_, PyAny>,
+    what: &dyn fmt::Display,
+    kind: ArgKind,
+) -> Result<String, Error> {
     match key.cast::<PyString>() {
         Ok(s) => python_str(s, what, kind),
         Err(_) => Err(kind.error(format_args!(
@@ -122,7 +154,11 @@ fn key_str(key: &Bound<'_, PyAny>, what: &str, kind: ArgKind) -> Result<String, 
     }
 }
 
-fn python_str(s: &Bound<'_, PyString>, what: &str, kind: ArgKind) -> Result<String, Error> {
+fn python_str(
+    s: &Bound<'_, PyString>,
+    what: &dyn fmt::Display,
+    kind: ArgKind,
+) -> Result<String, Error> {
     s.to_cow().map(|c| c.into_owned()).map_err(|_| {
         kind.error(format_args!(
             "{what} is a str that is not valid Unicode (it contains surrogates)"
@@ -152,7 +188,7 @@ pub fn required_json(
 pub fn arg_str(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<String, Error> {
     let value = required(value, name)?;
     match value.cast::<PyString>() {
-        Ok(s) => python_str(s, name, ArgKind::Argument),
+        Ok(s) => python_str(s, &name, ArgKind::Argument),
         Err(_) => Err(ArgKind::Argument.wrong_type(name, "a str", &type_name(value))),
     }
 }
@@ -278,7 +314,7 @@ pub fn config_from_arguments(
         },
     };
     for (k, v) in keywords.into_iter().flat_map(|k| k.iter()) {
-        let keyword = key_str(&k, "keyword", config)?;
+        let keyword = key_str(&k, &"keyword", config)?;
         let Some(key) = camel_case(&keyword) else {
             let hint = snake_case(&keyword);
             return Err(

@@ -198,7 +198,7 @@ pub fn boundary<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<
 /// call itself. Safe because the core never waits for Python while it holds a lock of its own:
 /// listeners run after its locks are released (on this thread the GIL is then already held).
 pub fn attached<T>(py: Python<'_>, f: impl FnOnce() -> T) -> PyResult<T> {
-    catch(|| Ok(f())).or_raise(py)
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| to_py(py, &panic_error(&*payload)))
 }
 
 /// Runs core code with the GIL released (a breaker may wait for its lock, and listeners re-acquire
