@@ -8,6 +8,10 @@ Three breakers watch a loop and stop it without asking an LLM:
 - `BudgetBreaker`: per-task tool calls, spend, duration, idle time and near-identical outputs
   over an agent's event stream.
 
+`Monitor` is the front door that composes them: feed it the agent's events (model calls, tool
+calls and results, usage, progress) and every event gets a verdict dict, continue, warn (with a
+nudge for the model) or halt; raise `AgentHalted(verdict)` to stop the agent's code.
+
 `analyze` scores a response for completion, `ExitStrategy`/`FixPlan` decide when a loop is done,
 and `Loop` coordinates all of them. `profile("coding-agent")` holds tuned configurations. Every breaker takes ``clock=ManualClock()`` for deterministic
 tests, accepts listeners (plain callables receiving event dicts) and is safe to share between
@@ -23,6 +27,7 @@ from ._native import (
     FixPlan,
     Loop,
     ManualClock,
+    Monitor,
     StagnationBreaker,
     SystemClock,
     __version__,
@@ -34,6 +39,7 @@ from ._native import (
 )
 from .exceptions import (
     AgentBreakerError,
+    AgentHalted,
     CircuitOpenError,
     InternalError,
     InvalidArgumentError,
@@ -45,6 +51,7 @@ from .exceptions import (
 
 __all__ = [
     "AgentBreakerError",
+    "AgentHalted",
     "BudgetBreaker",
     "CircuitOpenError",
     "ExitStrategy",
@@ -57,6 +64,7 @@ __all__ = [
     "InvalidSnapshotError",
     "Loop",
     "ManualClock",
+    "Monitor",
     "PersistenceError",
     "StagnationBreaker",
     "SystemClock",

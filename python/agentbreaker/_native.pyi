@@ -36,6 +36,10 @@ from .types import (
     Halt,
     LoopDecision,
     LoopStatus,
+    MonitorConfig,
+    MonitorEvent,
+    MonitorSnapshot,
+    MonitorStatus,
     PlanStatus,
     Price,
     Profile,
@@ -44,10 +48,12 @@ from .types import (
     StagnationSnapshot,
     StagnationStatus,
     State,
+    Verdict,
 )
 
 __all__ = [
     "AgentBreakerError",
+    "AgentHalted",
     "BudgetBreaker",
     "CircuitOpenError",
     "ExitStrategy",
@@ -61,6 +67,7 @@ __all__ = [
     "InvalidSnapshotError",
     "Loop",
     "ManualClock",
+    "Monitor",
     "PersistenceError",
     "StagnationBreaker",
     "SystemClock",
@@ -92,6 +99,13 @@ class InvalidSnapshotError(AgentBreakerError, ValueError): ...
 class PersistenceError(AgentBreakerError, OSError): ...
 class InternalError(AgentBreakerError, RuntimeError): ...
 class CircuitOpenError(AgentBreakerError): ...
+
+class AgentHalted(AgentBreakerError):
+    """Raise it with a Monitor's halt verdict to stop the agent's code (code ``HALTED``)."""
+
+    def __init__(self, verdict: Union[Verdict, str], /) -> None: ...
+    @property
+    def verdict(self) -> Verdict: ...
 
 # --- Clocks (SPEC 1) --------------------------------------------------------------------------
 
@@ -342,6 +356,37 @@ class Loop:
     ) -> LoopDecision: ...
     def get_status(self) -> LoopStatus: ...
     def reset(self) -> None: ...
+    def add_listener(self, listener: _L) -> _L: ...
+    def remove_listener(self, listener: Callable[[Event], object]) -> bool: ...
+    @property
+    def listener_errors(self) -> int: ...
+
+# --- Monitor (contract section 11) -----------------------------------------------------------
+
+@disjoint_base
+class Monitor:
+    def __new__(
+        cls,
+        config: Optional[Mapping[str, Any]] = None,
+        /,
+        *,
+        clock: _Clock = None,
+        profile: str = "coding-agent",
+        tool_limits: Optional[Mapping[str, int]] = None,
+        warn_before: int = 2,
+        budget_warn_percent: int = 80,
+        failure: Optional[Mapping[str, Any]] = None,
+        stagnation: Optional[Mapping[str, Any]] = None,
+        budget: Optional[Mapping[str, Any]] = None,
+    ) -> Self: ...
+    def observe(self, event: MonitorEvent) -> Verdict: ...
+    def tick(self) -> list[Verdict]: ...
+    def status(self) -> MonitorStatus: ...
+    def snapshot(self) -> MonitorSnapshot: ...
+    def restore(self, snapshot: Mapping[str, Any]) -> None: ...
+    def reset(self) -> None: ...
+    @property
+    def config(self) -> MonitorConfig: ...
     def add_listener(self, listener: _L) -> _L: ...
     def remove_listener(self, listener: Callable[[Event], object]) -> bool: ...
     @property

@@ -10,14 +10,18 @@ the built-in exception a Python user would catch for it::
     ├── InvalidSnapshotError (ValueError)             INVALID_SNAPSHOT
     ├── PersistenceError (OSError)                    IO
     ├── InternalError (RuntimeError)                  INTERNAL
-    └── CircuitOpenError                              CIRCUIT_OPEN
+    ├── CircuitOpenError                              CIRCUIT_OPEN
+    └── AgentHalted                                   HALTED
 
-``str(error)`` is the message without the code. The classes are created by the native module;
-this module re-exports them.
+``str(error)`` is the message without the code. `AgentHalted` is yours to raise: build it from a
+`Monitor`'s halt verdict (``raise AgentHalted(verdict)``) to stop the agent's code; its
+``verdict`` attribute keeps the dict. The classes are created by the native module; this module
+re-exports them.
 """
 
 from ._native import (
     AgentBreakerError,
+    AgentHalted,
     CircuitOpenError,
     InternalError,
     InvalidArgumentError,
@@ -29,6 +33,7 @@ from ._native import (
 
 __all__ = [
     "AgentBreakerError",
+    "AgentHalted",
     "CircuitOpenError",
     "InternalError",
     "InvalidArgumentError",

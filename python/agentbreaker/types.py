@@ -37,10 +37,17 @@ __all__ = [
     "Listener",
     "LoopDecision",
     "LoopStatus",
+    "MonitorConfig",
+    "MonitorEvent",
+    "MonitorSnapshot",
+    "MonitorStatus",
+    "MonitorTaskStatus",
     "Outcome",
     "PlanStatus",
-    "Profile",
     "Price",
+    "Profile",
+    "RuleSlug",
+    "RuleStatus",
     "StagnationConfig",
     "StagnationDecision",
     "StagnationSnapshot",
@@ -48,6 +55,9 @@ __all__ = [
     "State",
     "StateChangeEvent",
     "TaskSnapshot",
+    "Verdict",
+    "VerdictAction",
+    "VerdictEvent",
     "WarningEvent",
 ]
 
@@ -327,6 +337,92 @@ class Profile(TypedDict):
     budget: BudgetConfig
 
 
+# --- Monitor (contract section 11, docs/monitor.md) ----------------------------------------
+
+VerdictAction = Literal["continue", "warn", "halt"]
+"""What a verdict says to do."""
+
+RuleSlug = Literal[
+    "tool_call_limit",
+    "tool_limit",
+    "token_spend_limit",
+    "duration_limit",
+    "idle_timeout",
+    "repeated_step",
+    "cycle",
+    "fail_streak",
+    "fail_window",
+    "same_error",
+    "consecutive_failures",
+    "no_progress",
+    "output_decline",
+    "output_loop",
+]
+"""The stable slug of the rule behind a warning or a halt."""
+
+MonitorEvent = Mapping[str, Any]
+"""An event for ``Monitor.observe``: ``{"type": "tool_use", "name": "Bash", "input": {...},
+"id": "t1"}``; the types are ``assistant``, ``tool_use``, ``tool_result``, ``usage``, ``error``,
+``progress``, ``heartbeat`` and ``alive`` (docs/monitor.md)."""
+
+
+class Verdict(TypedDict):
+    """A Monitor's answer to one event."""
+
+    action: VerdictAction
+    reason: Optional[RuleSlug]
+    message: Optional[str]
+    nudge: Optional[str]
+    taskId: Optional[str]
+    step: int
+    detail: Optional[Dict[str, Any]]
+
+
+class RuleStatus(TypedDict):
+    count: float
+    threshold: float
+
+
+class MonitorTaskStatus(TypedDict):
+    taskId: str
+    steps: int
+    toolCalls: int
+    toolCallsByName: Dict[str, int]
+    spendCents: float
+    durationSecs: float
+    idleSecs: float
+    rules: Dict[str, RuleStatus]
+    halted: bool
+    halt: Optional[Verdict]
+    unpairedResults: int
+
+
+class MonitorStatus(TypedDict):
+    profile: str
+    tasks: List[MonitorTaskStatus]
+    stack: List[str]
+    ignoredEvents: int
+
+
+class MonitorSnapshot(TypedDict):
+    version: int
+    kind: str
+    tasks: List[Dict[str, Any]]
+    stack: List[str]
+    ignoredEvents: int
+    lastEventAt: Optional[int]
+
+
+class MonitorConfig(TypedDict):
+    profile: str
+    failure: FailureConfig
+    stagnation: StagnationConfig
+    budget: BudgetConfig
+    toolLimits: Dict[str, int]
+    warnBefore: int
+    budgetWarnPercent: int
+
+
 # --- Events (SPEC 8) -----------------------------------------------------------------------
 
 # `from` is a keyword: the functional syntax.
@@ -348,7 +444,24 @@ class HaltEvent(TypedDict):
     atMs: int
 
 
-Event = Union[StateChangeEvent, WarningEvent, HaltEvent]
+VerdictEvent = TypedDict(
+    "VerdictEvent",
+    {
+        "type": Literal["verdict"],
+        "action": Literal["warn", "halt"],
+        "reason": RuleSlug,
+        "message": str,
+        "nudge": str,
+        "taskId": Optional[str],
+        "step": int,
+        "detail": Optional[Dict[str, Any]],
+        "atMs": int,
+    },
+)
+"""A Monitor's warning or halt, as its listeners receive it (the verdict's keys and ``atMs``)."""
+
+
+Event = Union[StateChangeEvent, WarningEvent, HaltEvent, VerdictEvent]
 """What a listener receives."""
 
 Listener = Callable[[Event], object]

@@ -30,7 +30,7 @@ import statistics
 import sys
 import threading
 import time
-from itertools import repeat
+from itertools import cycle, repeat
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -67,6 +67,21 @@ def pair_loop_of(first: Callable[[], object], second: Callable[[], object]) -> B
             first(); second(); first(); second(); first(); second(); first(); second()  # fmt: skip
             first(); second(); first(); second(); first(); second(); first(); second()  # fmt: skip
             first(); second(); first(); second()  # fmt: skip
+        return float(clock() - start)
+
+    return body
+
+
+def cycle_loop_of(f: Callable[[Any], object], items: List[Any]) -> Body:
+    """Each operation is `f(item)` with the next of `items`, round and round."""
+
+    def body(n: int) -> float:
+        clock = time.perf_counter_ns
+        it = cycle(items)
+        start = clock()
+        for _ in repeat(None, n):
+            f(next(it)); f(next(it)); f(next(it)); f(next(it)); f(next(it))  # fmt: skip
+            f(next(it)); f(next(it)); f(next(it)); f(next(it)); f(next(it))  # fmt: skip
         return float(clock() - start)
 
     return body
@@ -275,6 +290,38 @@ def ours_only() -> Tuple[List[Contender], Callable[[List[Contender]], List[Dict[
     return contenders, rows
 
 
+def monitor_observe() -> Tuple[List[Contender], Callable[[List[Contender]], List[Dict[str, Any]]]]:
+    """The Monitor's `observe(dict)` (issue 15: at most 5 us): an agent's steps, each a tool call,
+    its result with 1 KB of text and a progress event with a new digest, so that no rule halts
+    the task (a halted task answers every event with its halt, which would be cheaper). Budgets
+    are raised out of reach; every other rule of the coding-agent profile is on."""
+    monitor = ab.Monitor(profile="coding-agent", budget={"maxToolCallsPerTask": 10**15})
+    text = ("test_parser.py::test_case PASSED [ 42%]\n" * 32)[:1024]
+    events: List[Dict[str, Any]] = []
+    for i in range(1000):  # more digests than a task remembers (256): every one is new again
+        # Names in letters: steps are compared with their numbers normalized away.
+        name = "".join("ghijklmnopqrstuvwxyz"[i // 20**k % 20] for k in range(3))
+        events += [
+            {"type": "tool_use", "name": "Bash", "id": f"t{i}", "input": {"command": f"pytest -k {name}"}},
+            {"type": "tool_result", "id": f"t{i}", "ok": True, "text": f"{name} {text}"},
+            {"type": "progress", "files": 1, "digest": f"{i:016x}"},
+        ]
+
+    def check() -> None:
+        (task,) = monitor.status()["tasks"]
+        expect(not task["halted"] and task["toolCalls"] > 0, "the monitor halted the task")
+
+    contenders = [Contender("monitor", cycle_loop_of(monitor.observe, events), check)]
+
+    def rows(cs: List[Contender]) -> List[Dict[str, Any]]:
+        r = row("monitor observe (tool_use, tool_result with 1 KB text, progress)", cs[0], None,
+                note="per event, the three in turn")
+        r["max"] = 5000
+        return [r]
+
+    return contenders, rows
+
+
 def row(
     operation: str,
     ours: Contender,
@@ -304,7 +351,7 @@ def main() -> None:
     args = ap.parse_args()
 
     lines: List[str] = []
-    for group in (guarded_call, allow_and_record, ours_only):
+    for group in (guarded_call, allow_and_record, ours_only, monitor_observe):
         contenders, rows = group()
         if args.smoke:
             smoke(contenders)

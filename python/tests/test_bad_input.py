@@ -119,6 +119,12 @@ def loop_works(loop: ab.Loop) -> None:
     assert loop.get_status()["iteration"] == 1
 
 
+def monitor_works(m: ab.Monitor) -> None:
+    m.reset()
+    assert m.observe({"type": "tool_use", "name": "Read", "input": {}})["action"] == "continue"
+    assert m.status()["tasks"][0]["toolCalls"] == 1
+
+
 def clock_works(c: ab.ManualClock) -> None:
     c.set(5)
     c.advance(1)
@@ -168,6 +174,10 @@ def clock() -> ab.ManualClock:
     return ab.ManualClock(0)
 
 
+def monitor() -> ab.Monitor:
+    return ab.Monitor()
+
+
 def ctor(cls: Callable[..., Any], **fixed: Any) -> Callable[[str], Callable[[Any, Any], Any]]:
     """`cls(**fixed, <keyword>=value)`."""
 
@@ -181,6 +191,16 @@ F = ctor(ab.FailureBreaker)
 S = ctor(ab.StagnationBreaker)
 B = ctor(ab.BudgetBreaker)
 L = ctor(ab.Loop)
+M = ctor(ab.Monitor)
+
+
+def event_field(**event: Any) -> Callable[[str], Callable[[Any, Any], Any]]:
+    """`monitor.observe({**event, <field>: value})`."""
+
+    def field(name: str) -> Callable[[Any, Any], Any]:
+        return lambda m, v: m.observe({**event, name: v})
+
+    return field
 
 TABLE: List[Row] = [
     # -- clocks
@@ -393,6 +413,58 @@ TABLE: List[Row] = [
         loop_works, "A ok A A A A A A A ok", "None: no error; 10 MB: cut to 4096 bytes"),
     Row("Loop.observe(events=)", "list", loop, lambda lp, v: lp.observe("working", events=v),
         loop_works, "A ok A A A A A A A A", "None: no events"),
+    # -- the monitor
+    Row("Monitor(config) (positional dict)", "dict", None, lambda _, v: ab.Monitor(v),
+        monitor_works, "C ok C C C C C C C C", "None: the defaults"),
+    Row("Monitor(profile=)", "str", None, M("profile"), monitor_works,
+        "C ok C C C C C C C C", "None: coding-agent; 10 MB: an unknown profile"),
+    Row("Monitor(tool_limits=)", "dict", None, M("tool_limits"), monitor_works,
+        "C ok C C C C C C C C", "None: no limits"),
+    Row("Monitor(tool_limits={'web_fetch': ...})", "int", None,
+        lambda _, v: ab.Monitor(tool_limits={"web_fetch": v}), monitor_works,
+        "C C C C C C ok C C C", "0: no call of the tool allowed"),
+    Row("Monitor(warn_before=)", "int", None, M("warn_before"), monitor_works,
+        "C ok C C C C ok C C C", "None: 2; 0: no warnings; at most 1000"),
+    Row("Monitor(budget_warn_percent=)", "int", None, M("budget_warn_percent"), monitor_works,
+        "C ok C C C C ok C C C", "None: 80; 0: no budget warnings; at most 100"),
+    Row("Monitor(failure=)", "dict", None, M("failure"), monitor_works,
+        "C ok C C C C C C C C", "None: the profile's"),
+    Row("Monitor(stagnation=)", "dict", None, M("stagnation"), monitor_works,
+        "C ok C C C C C C C C", "None: the profile's"),
+    Row("Monitor(budget=)", "dict", None, M("budget"), monitor_works,
+        "C ok C C C C C C C C", "None: the profile's"),
+    Row("Monitor.observe(event)", "dict", monitor, lambda m, v: m.observe(v), monitor_works,
+        "E A E E E E E E E E", "None: a missing argument"),
+    Row("Monitor.observe({'type': ...})", "str", monitor, event_field()("type"), monitor_works,
+        "E E E E E E E E E ok", "10 MB: an unknown type, ignored (ignoredEvents)"),
+    Row("Monitor.observe({..., 'taskId': ...})", "str", monitor,
+        event_field(type="alive")("taskId"), monitor_works, "E ok E E E E E E E E",
+        "None: the current task; 10 MB: over the taskId cap"),
+    Row("Monitor.observe({'type': 'assistant', 'text': ...})", "str", monitor,
+        event_field(type="assistant")("text"), monitor_works, "E E E E E E E E E ok",
+        "10 MB: a step's text is cut to 8 KB"),
+    Row("Monitor.observe({'type': 'tool_use', 'name': ...})", "str", monitor,
+        event_field(type="tool_use")("name"), monitor_works, "E E E E E E E E E ok",
+        "10 MB: accepted (kept cut short)"),
+    Row("Monitor.observe({'type': 'tool_result', 'ok': ...})", "bool", monitor,
+        event_field(type="tool_result")("ok"), monitor_works, "E E E E E E E E E E"),
+    Row("Monitor.observe({'type': 'tool_result', 'text': ...})", "str", monitor,
+        event_field(type="tool_result", ok=False)("text"), monitor_works, "E ok E E E E E E E ok",
+        "None: empty; 10 MB: compared by its first and last 4 KB"),
+    Row("Monitor.observe({'type': 'usage', 'costCents': ...})", "float", monitor,
+        event_field(type="usage")("costCents"), monitor_works, "E E E E E E ok E E E",
+        "None: no cost and no usage; from 0 to 1e15"),
+    Row("Monitor.observe({'type': 'progress', 'files': ...})", "int", monitor,
+        event_field(type="progress")("files"), monitor_works, "E ok E E E E ok E E E",
+        "None: 0; also a list of paths"),
+    Row("Monitor.observe({'type': 'progress', 'digest': ...})", "str", monitor,
+        event_field(type="progress")("digest"), monitor_works, "E ok E E E E E E E ok",
+        "None: no digest; 10 MB: accepted (kept cut short)"),
+    Row("Monitor.observe({'type': 'heartbeat', 'phase': ...})", "str", monitor,
+        event_field(type="heartbeat", taskId="t1")("phase"), monitor_works, "E E E E E E E E E E"),
+    Row("Monitor.restore(snapshot)", "dict", monitor, lambda m, v: m.restore(v), monitor_works,
+        "S A S S S S S S S S", "None: a missing argument"),
+
 ]
 
 
@@ -449,6 +521,7 @@ def default_of(row: Row) -> Any:
         loop_works: ab.Loop,
         clock_works: ab.ManualClock,
         functions_work: lambda: None,
+        monitor_works: ab.Monitor,
     }
     return defaults[row.works]()
 

@@ -287,6 +287,36 @@ def loop_ops(agent_loop: ab.Loop) -> Dict[str, Op]:
     }
 
 
+def monitor_ops(monitor: ab.Monitor) -> Dict[str, Op]:
+    snapshots: List[Any] = []  # the result of the latest `snapshot` step, for "$snapshot"
+
+    def observe(args: Dict[str, Any]) -> Any:
+        only(args, "event")
+        return monitor.observe(*positional(args, "event"))
+
+    def snapshot(args: Dict[str, Any]) -> Any:
+        only(args)
+        snapshots[:] = [monitor.snapshot()]
+        return snapshots[0]
+
+    def restore(args: Dict[str, Any]) -> None:
+        only(args, "snapshot")
+        if args.get("snapshot") == "$snapshot":
+            if not snapshots:
+                raise ScenarioError('restore of "$snapshot" before any snapshot step')
+            args = {"snapshot": snapshots[0]}
+        monitor.restore(*positional(args, "snapshot"))
+
+    return {
+        "observe": observe,
+        "tick": no_args(lambda: {"verdicts": monitor.tick()}),
+        "status": no_args(monitor.status),
+        "snapshot": snapshot,
+        "restore": restore,
+        "reset": no_args(monitor.reset),
+    }
+
+
 def env_ops() -> Dict[str, Op]:
     def config_from_env(args: Dict[str, Any]) -> Any:
         only(args, "env")
@@ -324,6 +354,9 @@ def build(subject: str, config: Dict[str, Any], clock: ab.ManualClock, events: L
     elif subject == "loop":
         source = ab.Loop(clock=clock, **kwargs)
         ops = loop_ops(source)
+    elif subject == "monitor":
+        source = ab.Monitor(clock=clock, **kwargs)
+        ops = monitor_ops(source)
     else:
         raise ScenarioError(f"unknown subject {subject!r}")
     source.add_listener(events.append)

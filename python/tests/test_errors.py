@@ -22,6 +22,7 @@ CODES: Dict[Type[ab.AgentBreakerError], str] = {
     exceptions.PersistenceError: "IO",
     exceptions.InternalError: "INTERNAL",
     exceptions.CircuitOpenError: "CIRCUIT_OPEN",
+    exceptions.AgentHalted: "HALTED",
 }
 
 
@@ -41,6 +42,7 @@ def test_python_builtin_bases() -> None:
     assert issubclass(ab.PersistenceError, OSError)
     assert issubclass(ab.InternalError, RuntimeError)
     assert not issubclass(ab.CircuitOpenError, (ValueError, TypeError, OSError, RuntimeError))
+    assert not issubclass(ab.AgentHalted, (ValueError, TypeError, OSError, RuntimeError))
 
 
 def test_exceptions_pickle_by_reference() -> None:

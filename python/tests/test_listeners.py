@@ -31,8 +31,8 @@ def test_listener_receives_warning_and_state_change_dicts(clock: ab.ManualClock)
             "atMs": 1_000,
         },
     ]
-    # The dict keeps the SPEC's key order.
-    assert list(received[1]) == ["type", "from", "to", "reason", "atMs"]
+    # Keys come in JSON object order (sorted), as in every binding.
+    assert list(received[1]) == ["atMs", "from", "reason", "to", "type"]
 
 
 def test_add_listener_works_as_a_decorator_and_remove_listener_by_identity(

@@ -10,6 +10,7 @@ from typing import List, Optional
 import agentbreaker
 from agentbreaker import (
     AgentBreakerError,
+    AgentHalted,
     BudgetBreaker,
     CircuitOpenError,
     ExitStrategy,
@@ -17,6 +18,7 @@ from agentbreaker import (
     FixPlan,
     Loop,
     ManualClock,
+    Monitor,
     StagnationBreaker,
     analyze,
     config_from_env,
@@ -32,8 +34,11 @@ from agentbreaker.types import (
     FailureStatus,
     Halt,
     LoopDecision,
+    MonitorStatus,
     PlanStatus,
     State,
+    Verdict,
+    VerdictAction,
 )
 
 
@@ -149,6 +154,25 @@ def coordinator(clock: ManualClock) -> LoopDecision:
     )
 
 
+def monitored(clock: ManualClock) -> List[VerdictAction]:
+    monitor = Monitor(profile="seed", tool_limits={"web_fetch": 2}, warn_before=1, clock=clock)
+    actions: List[VerdictAction] = []
+    try:
+        for i in range(5):
+            verdict: Verdict = monitor.observe({"type": "tool_use", "name": "web_fetch", "id": str(i)})
+            actions.append(verdict["action"])
+            if verdict["action"] == "halt":
+                raise AgentHalted(verdict)
+    except AgentHalted as halted:
+        reason = halted.verdict["reason"]
+        assert reason == "tool_limit" and halted.code == "HALTED"
+    status: MonitorStatus = monitor.status()
+    assert status["tasks"][0]["toolCallsByName"]["web_fetch"] == 3
+    monitor.restore(monitor.snapshot())
+    assert monitor.tick() == []
+    return actions
+
+
 def environment() -> EnvConfig:
     config = config_from_env({"AGENTBREAKER_TOOL_CAP": "25"})
     assert fingerprint("Timeout after 30s", "normalized") == "Timeout after #s"
@@ -171,6 +195,7 @@ def main(directory: Path) -> None:
     print(budget(clock))
     print(strategies())
     print(coordinator(clock))
+    print(monitored(clock))
     print(environment())
 
 

@@ -1,14 +1,15 @@
 //! `Loop`, the coordinator (SPEC 5).
 
-use agentbreaker::{Error, Listener, ListenerId, LoopConfig};
+use agentbreaker::interop::ArgKind;
+use agentbreaker::{Error, LoopConfig};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::clock;
-use crate::convert::{config_from_arguments, to_json, to_py};
-use crate::errors::{IntoPyResult, argument, boundary, detached, detached_result};
-use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
+use crate::convert::{config_from_arguments, detached_py, object_of, to_json, to_py};
+use crate::errors::{IntoPyResult, boundary, detached, detached_result};
+use crate::listeners::{PyListeners, pymethods_with_listeners};
 
 /// Analyzes each response, applies an exit strategy, watches for stagnation and budget halts, and
 /// says continue or exit: `Loop(max_iterations=50, strategy={...}, stagnation={...},
@@ -20,21 +21,6 @@ pub struct Loop {
     listeners: PyListeners,
 }
 
-impl EventSource for Loop {
-    fn py_listeners(&self) -> &PyListeners {
-        &self.listeners
-    }
-    fn add_core_listener(&self, listener: Listener) -> ListenerId {
-        self.inner.add_listener(listener)
-    }
-    fn remove_core_listener(&self, id: ListenerId) -> bool {
-        self.inner.remove_listener(id)
-    }
-    fn core_listener_errors(&self) -> u64 {
-        self.inner.listener_errors()
-    }
-}
-
 /// `events=`: a list of event dicts. An item that cannot be converted is a malformed event
 /// (`INVALID_EVENT`, as the core reports a malformed event in the list); anything but a list is
 /// the core's `INVALID_ARGUMENT`.
@@ -44,12 +30,12 @@ fn events_to_json(events: &Bound<'_, PyAny>) -> Result<Value, Error> {
     } else if let Ok(tuple) = events.cast::<PyTuple>() {
         tuple.iter().collect()
     } else {
-        return to_json(events, "events", argument);
+        return to_json(events, "events", ArgKind::Argument);
     };
     items
         .iter()
         .enumerate()
-        .map(|(i, item)| to_json(item, &format!("events[{i}]"), Error::InvalidEvent))
+        .map(|(i, item)| to_json(item, &format!("events[{i}]"), ArgKind::Event))
         .collect::<Result<Vec<_>, _>>()
         .map(Value::Array)
 }
@@ -95,21 +81,16 @@ pymethods_with_listeners!(Loop {
         events: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         boundary(py, || {
-            let mut map = Map::new();
-            for (key, name, value) in [
+            let fields = [
                 ("output", "output", output),
                 ("filesChanged", "files_changed", files_changed),
                 ("testsPassing", "tests_passing", tests_passing),
                 ("error", "error", error),
-            ] {
-                if let Some(value) = value {
-                    map.insert(key.to_string(), to_json(value, name, argument).or_raise(py)?);
-                }
-            }
-            if let Some(events) = events {
+            ];
+            let mut observation = object_of(&fields, ArgKind::Argument).or_raise(py)?;
+            if let (Some(events), Value::Object(map)) = (events, &mut observation) {
                 map.insert("events".to_string(), events_to_json(events).or_raise(py)?);
             }
-            let observation = Value::Object(map);
             let inner = &self.inner;
             let decision = detached_result(py, || inner.observe_json(&observation))?;
             to_py(py, &decision)
@@ -119,8 +100,7 @@ pymethods_with_listeners!(Loop {
     /// `{iteration, exited, reason, outcome, breaker, budget}`.
     fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let status = detached(py, || inner.status())?;
-        to_py(py, &status)
+        detached_py(py, || inner.status())
     }
 
     /// Starts over: iteration 0, every component reset.

@@ -1,13 +1,14 @@
 //! `BudgetBreaker` (SPEC 4).
 
-use agentbreaker::{BudgetConfig, Error, Listener, ListenerId};
+use agentbreaker::BudgetConfig;
+use agentbreaker::interop::ArgKind;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::clock;
-use crate::convert::{config_from_arguments, required, to_json, to_py};
+use crate::convert::{config_from_arguments, detached_py, required_json, to_py};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
-use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
+use crate::listeners::{PyListeners, pymethods_with_listeners};
 
 /// Per-task halt conditions over an agent's event stream: tool calls, spend, duration, idle
 /// time and near-identical outputs.
@@ -16,21 +17,6 @@ use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
 pub struct BudgetBreaker {
     inner: agentbreaker::BudgetBreaker,
     listeners: PyListeners,
-}
-
-impl EventSource for BudgetBreaker {
-    fn py_listeners(&self) -> &PyListeners {
-        &self.listeners
-    }
-    fn add_core_listener(&self, listener: Listener) -> ListenerId {
-        self.inner.add_listener(listener)
-    }
-    fn remove_core_listener(&self, id: ListenerId) -> bool {
-        self.inner.remove_listener(id)
-    }
-    fn core_listener_errors(&self) -> u64 {
-        self.inner.listener_errors()
-    }
 }
 
 pymethods_with_listeners!(BudgetBreaker {
@@ -64,9 +50,7 @@ pymethods_with_listeners!(BudgetBreaker {
         event: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         boundary(py, || {
-            let event = required(event, "event")
-                .and_then(|e| to_json(e, "event", Error::InvalidEvent))
-                .or_raise(py)?;
+            let event = required_json(event, "event", ArgKind::Event).or_raise(py)?;
             let inner = &self.inner;
             let halt = detached_result(py, || inner.ingest(&event))?;
             to_py(py, &halt)
@@ -76,15 +60,13 @@ pymethods_with_listeners!(BudgetBreaker {
     /// Checks duration and idle time of every open task now; returns the new halts.
     fn tick<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let halts = detached(py, || inner.tick())?;
-        to_py(py, &halts)
+        detached_py(py, || inner.tick())
     }
 
     /// `{tasks, stack, ignoredEvents}`.
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let snapshot = detached(py, || inner.snapshot())?;
-        to_py(py, &snapshot)
+        detached_py(py, || inner.snapshot())
     }
 
     /// Forgets every task.

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
+use agentbreaker::interop::ArgKind;
 use agentbreaker::{Clock, SharedClock};
 use pyo3::prelude::*;
 
 use crate::convert::{arg_ms, type_name};
-use crate::errors::{IntoPyResult, boundary, config};
+use crate::errors::{IntoPyResult, boundary};
 
 /// A clock that only moves when told to: `set(ms)`, `advance(ms)`, `now()`. Share one between
 /// breakers to test a loop deterministically.
@@ -92,10 +93,8 @@ pub fn from_keyword(clock: Option<&Bound<'_, PyAny>>) -> Result<SharedClock, age
             } else if c.cast::<SystemClock>().is_ok() {
                 Ok(agentbreaker::SystemClock::shared())
             } else {
-                Err(config(format!(
-                    "clock must be a ManualClock, a SystemClock or None, not {}",
-                    type_name(c)
-                )))
+                let expected = "a ManualClock, a SystemClock or None";
+                Err(ArgKind::Config.wrong_type("clock", expected, &type_name(c)))
             }
         }
     }

@@ -1,165 +1,166 @@
-//! Python values to `serde_json::Value` (for the core's `from_json` validators) and core results
-//! to Python objects (a serde `Serializer`, so dicts keep the SPEC's key order).
+//! Python values ⇄ the core's JSON, by the rules of `agentbreaker::interop`.
 //!
-//! Conversion rules, the same everywhere: `None` → null, `bool` → boolean (never a number),
-//! `int` → number (whole), `float` → number (a fractional one even when it is `5.0`; NaN and
-//! infinities are refused), `str` → string, `list`/`tuple` → array, any `Mapping` with `str` keys →
-//! object, `os.PathLike` → string. Anything else is refused with the error code of the context
-//! (`INVALID_CONFIG` for constructor keywords, `INVALID_ARGUMENT` for arguments, ...), so a wrong
-//! Python type reports the same code as a wrong JSON type would.
+//! In: `None` → null, `bool` → boolean (never a number), `int` → number (whole), `float` → number
+//! (a fractional one even when it is `5.0`, `interop::float`; NaN and infinities are refused),
+//! `str` → string, `list`/`tuple` → array, any `Mapping` with `str` keys → object, `os.PathLike`
+//! → string. Anything else, and nesting deeper than `interop::MAX_DEPTH`, is refused with the
+//! error code of the argument's [`ArgKind`] (`INVALID_CONFIG` for constructor keywords,
+//! `INVALID_ARGUMENT` for arguments, ...), so a wrong Python type reports the same code as a
+//! wrong JSON type would.
+//!
+//! Out: a core result goes through `serde_json::to_value` and one walk into Python objects
+//! (numbers stay `int` when whole in the JSON, `float` otherwise). Objects come out with their
+//! keys in JSON order (sorted), as every binding gives them.
 
+use std::fmt;
 use std::path::PathBuf;
 
 use agentbreaker::Error;
-use pyo3::BoundObject;
+use agentbreaker::interop::{ArgKind, MAX_DEPTH, float, missing};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType};
 use serde::Serialize;
-use serde::ser::{self, SerializeMap as _};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
-use crate::errors::{argument, config};
-
-/// Nesting deeper than this is refused (a cyclic or hostile structure must not overflow the
-/// stack).
-const MAX_DEPTH: usize = 128;
-
-/// Makes the error of the conversion's context from a message.
-pub type MakeError = fn(String) -> Error;
+use crate::errors::{IntoPyResult, detached};
 
 /// The Python type name of `value`, for messages.
 pub fn type_name(value: &Bound<'_, PyAny>) -> String {
     value
         .get_type()
         .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "object".to_string())
+        .map_or_else(|_| "object".to_string(), |n| n.to_string())
 }
 
 /// Converts a Python value to JSON. `what` names the value in messages (`"snapshot"`,
-/// `"failure_threshold"`).
-pub fn to_json(
-    value: &Bound<'_, PyAny>,
-    what: &str,
-    make_error: MakeError,
-) -> Result<Value, Error> {
-    to_json_at(value, what, make_error, 0)
+/// `"failure_threshold"`); `kind` decides the error code.
+pub fn to_json(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind) -> Result<Value, Error> {
+    walk(value, &At::Root(what), kind, 0)
 }
 
-fn to_json_at(
+/// Where a value sits in an argument (`event['input'][2]`), written out only for a message.
+#[derive(Debug, Clone, Copy)]
+enum At<'a> {
+    Root(&'a str),
+    Index(&'a At<'a>, usize),
+    Key(&'a At<'a>, &'a str),
+}
+
+impl At<'_> {
+    fn root(&self) -> &str {
+        match self {
+            At::Root(name) => name,
+            At::Index(parent, _) | At::Key(parent, _) => parent.root(),
+        }
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Root(name) => f.write_str(name),
+            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
+            At::Key(parent, key) => write!(f, "{parent}['{key}']"),
+        }
+    }
+}
+
+fn walk(
     value: &Bound<'_, PyAny>,
-    what: &str,
-    make_error: MakeError,
+    at: &At<'_>,
+    kind: ArgKind,
     depth: usize,
 ) -> Result<Value, Error> {
     if depth > MAX_DEPTH {
-        let root = what.split('[').next().unwrap_or(what);
-        return Err(make_error(format!(
-            "{root} is nested more than {MAX_DEPTH} levels deep"
-        )));
+        return Err(kind.too_deep(at.root()));
     }
+    let items = |items: &mut dyn Iterator<Item = Bound<'_, PyAny>>| {
+        let items = items.enumerate();
+        items
+            .map(|(i, item)| walk(&item, &At::Index(at, i), kind, depth + 1))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array)
+    };
+    let entry = |map: &mut Map<String, Value>, k: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>| {
+        let key = key_str(k, at, kind)?;
+        let item = walk(v, &At::Key(at, &key), kind, depth + 1)?;
+        map.insert(key, item);
+        Ok::<_, Error>(())
+    };
     if value.is_none() {
-        return Ok(Value::Null);
-    }
-    if let Ok(b) = value.cast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
-    }
-    if let Ok(i) = value.cast::<PyInt>() {
-        if let Ok(n) = i.extract::<u64>() {
-            return Ok(Value::from(n));
-        }
-        if let Ok(n) = i.extract::<i64>() {
-            return Ok(Value::from(n));
-        }
-        return Err(make_error(format!(
-            "{what} is an integer out of the 64-bit range"
-        )));
-    }
-    if let Ok(f) = value.cast::<PyFloat>() {
+        Ok(Value::Null)
+    } else if let Ok(b) = value.cast::<PyBool>() {
+        Ok(Value::Bool(b.is_true()))
+    } else if let Ok(i) = value.cast::<PyInt>() {
+        let n = i.extract::<u64>().map(Value::from);
+        n.or_else(|_| i.extract::<i64>().map(Value::from))
+            .map_err(|_| kind.out_of_range(&at.to_string()))
+    } else if let Ok(f) = value.cast::<PyFloat>() {
         let x = f.value();
-        return Number::from_f64(x)
+        float(x)
             .map(Value::Number)
-            .ok_or_else(|| make_error(format!("{what} must be a finite number, not {x}")));
-    }
-    if let Ok(s) = value.cast::<PyString>() {
-        return python_str(s, what, make_error).map(Value::String);
-    }
-    if let Ok(list) = value.cast::<PyList>() {
-        return list
-            .iter()
-            .enumerate()
-            .map(|(i, item)| to_json_at(&item, &format!("{what}[{i}]"), make_error, depth + 1))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array);
-    }
-    if let Ok(tuple) = value.cast::<PyTuple>() {
-        return tuple
-            .iter()
-            .enumerate()
-            .map(|(i, item)| to_json_at(&item, &format!("{what}[{i}]"), make_error, depth + 1))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array);
-    }
-    if let Ok(dict) = value.cast::<PyDict>() {
+            .ok_or_else(|| kind.not_finite(&at.to_string(), x))
+    } else if let Ok(s) = value.cast::<PyString>() {
+        python_str(s, at, kind).map(Value::String)
+    } else if let Ok(list) = value.cast::<PyList>() {
+        items(&mut list.iter())
+    } else if let Ok(tuple) = value.cast::<PyTuple>() {
+        items(&mut tuple.iter())
+    } else if let Ok(dict) = value.cast::<PyDict>() {
         let mut map = Map::new();
         for (k, v) in dict.iter() {
-            let key = mapping_key(&k, what, make_error)?;
-            let item = to_json_at(&v, &format!("{what}['{key}']"), make_error, depth + 1)?;
-            map.insert(key, item);
+            entry(&mut map, &k, &v)?;
         }
-        return Ok(Value::Object(map));
-    }
-    if value.is_instance_of::<PyType>() {
-        return Err(refused(value, what, make_error));
-    }
-    if let Ok(mapping) = value.cast::<PyMapping>() {
-        let items = mapping
-            .items()
-            .map_err(|e| make_error(format!("{what}: cannot read the mapping: {e}")))?;
+        Ok(Value::Object(map))
+    } else if value.is_instance_of::<PyType>() {
+        Err(refused(value, at, kind))
+    } else if let Ok(mapping) = value.cast::<PyMapping>() {
+        let unreadable = |e: PyErr| kind.error(format_args!("{at}: cannot read the mapping: {e}"));
         let mut map = Map::new();
-        for pair in items.iter() {
-            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair
-                .extract()
-                .map_err(|e| make_error(format!("{what}: cannot read the mapping: {e}")))?;
-            let key = mapping_key(&k, what, make_error)?;
-            let item = to_json_at(&v, &format!("{what}['{key}']"), make_error, depth + 1)?;
-            map.insert(key, item);
+        for pair in mapping.items().map_err(unreadable)?.iter() {
+            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                pair.extract().map_err(unreadable)?;
+            entry(&mut map, &k, &v)?;
         }
-        return Ok(Value::Object(map));
-    }
-    if value.hasattr("__fspath__").unwrap_or(false) {
+        Ok(Value::Object(map))
+    } else if value.hasattr("__fspath__").unwrap_or(false) {
         let path: PathBuf = value
             .extract()
-            .map_err(|e| make_error(format!("{what}: not a usable path: {e}")))?;
-        return path
-            .into_os_string()
-            .into_string()
-            .map(Value::String)
-            .map_err(|_| make_error(format!("{what} is a path that is not valid Unicode")));
+            .map_err(|e| kind.error(format_args!("{at}: not a usable path: {e}")))?;
+        let path = path.into_os_string().into_string();
+        path.map(Value::String)
+            .map_err(|_| kind.error(format_args!("{at} is a path that is not valid Unicode")))
+    } else {
+        Err(refused(value, at, kind))
     }
-    Err(refused(value, what, make_error))
 }
 
-fn refused(value: &Bound<'_, PyAny>, what: &str, make_error: MakeError) -> Error {
-    make_error(format!(
-        "{what} must be None, a bool, an int, a float, a str, a list or a dict, not {}",
-        type_name(value)
-    ))
+fn refused(value: &Bound<'_, PyAny>, at: &At<'_>, kind: ArgKind) -> Error {
+    let expected = "None, a bool, an int, a float, a str, a list or a dict";
+    kind.wrong_type(&at.to_string(), expected, &type_name(value))
 }
 
-fn mapping_key(key: &Bound<'_, PyAny>, what: &str, make_error: MakeError) -> Result<String, Error> {
+fn key_str(
+    key: &Bound<'_, PyAny>,
+    what: &dyn fmt::Display,
+    kind: ArgKind,
+) -> Result<String, Error> {
     match key.cast::<PyString>() {
-        Ok(s) => python_str(s, what, make_error),
-        Err(_) => Err(make_error(format!(
+        Ok(s) => python_str(s, what, kind),
+        Err(_) => Err(kind.error(format_args!(
             "{what} has a key of type {}; keys must be str",
             type_name(key)
         ))),
     }
 }
 
-fn python_str(s: &Bound<'_, PyString>, what: &str, make_error: MakeError) -> Result<String, Error> {
+fn python_str(
+    s: &Bound<'_, PyString>,
+    what: &dyn fmt::Display,
+    kind: ArgKind,
+) -> Result<String, Error> {
     s.to_cow().map(|c| c.into_owned()).map_err(|_| {
-        make_error(format!(
+        kind.error(format_args!(
             "{what} is a str that is not valid Unicode (it contains surrogates)"
         ))
     })
@@ -171,33 +172,43 @@ pub fn required<'a, 'py>(
     value: Option<&'a Bound<'py, PyAny>>,
     name: &str,
 ) -> Result<&'a Bound<'py, PyAny>, Error> {
-    value.ok_or_else(|| argument(format!("{name} is required (not None)")))
+    value.ok_or_else(|| missing(name))
+}
+
+/// A required argument converted to JSON with the error code of `kind`.
+pub fn required_json(
+    value: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    kind: ArgKind,
+) -> Result<Value, Error> {
+    to_json(required(value, name)?, name, kind)
 }
 
 /// A required `str` argument.
 pub fn arg_str(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<String, Error> {
-    let Some(value) = value else {
-        return Err(argument(format!("{name} is required (a str, not None)")));
-    };
+    let value = required(value, name)?;
     match value.cast::<PyString>() {
-        Ok(s) => python_str(s, name, argument),
-        Err(_) => Err(argument(format!(
-            "{name} must be a str, not {}",
-            type_name(value)
-        ))),
+        Ok(s) => python_str(s, &name, ArgKind::Argument),
+        Err(_) => Err(ArgKind::Argument.wrong_type(name, "a str", &type_name(value))),
     }
+}
+
+/// An optional `str` argument (`None` = not given).
+pub fn arg_str_opt(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<Option<String>, Error> {
+    value
+        .filter(|v| !v.is_none())
+        .map(|v| arg_str(Some(v), name))
+        .transpose()
 }
 
 /// A whole number of milliseconds (`int` >= 0, not a `bool`).
 pub fn arg_ms(value: &Bound<'_, PyAny>, name: &str) -> Result<u64, Error> {
     if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
-        return Err(argument(format!(
-            "{name} must be an int (milliseconds), not {}",
-            type_name(value)
-        )));
+        let got = type_name(value);
+        return Err(ArgKind::Argument.wrong_type(name, "an int (milliseconds)", &got));
     }
     value.extract::<u64>().map_err(|_| {
-        argument(format!(
+        ArgKind::Argument.error(format_args!(
             "{name} must be a whole number of milliseconds >= 0 and < 2**64"
         ))
     })
@@ -209,71 +220,73 @@ pub fn arg_bool(
     name: &str,
     default: bool,
 ) -> Result<bool, Error> {
-    match value {
+    match value.filter(|v| !v.is_none()) {
         None => Ok(default),
-        Some(v) if v.is_none() => Ok(default),
         Some(v) => v
             .cast::<PyBool>()
             .map(|b| b.is_true())
-            .map_err(|_| argument(format!("{name} must be a bool, not {}", type_name(v)))),
+            .map_err(|_| ArgKind::Argument.wrong_type(name, "a bool", &type_name(v))),
     }
 }
 
 /// A file path: `str` or `os.PathLike`.
-pub fn arg_path(value: &Bound<'_, PyAny>, name: &str) -> Result<PathBuf, Error> {
+pub fn arg_path(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<PathBuf, Error> {
+    let value = required(value, name)?;
+    let refused =
+        || ArgKind::Argument.wrong_type(name, "a str or an os.PathLike", &type_name(value));
     if value.is_none() || value.is_instance_of::<PyBool>() || value.is_instance_of::<PyInt>() {
-        return Err(argument(format!(
-            "{name} must be a str or an os.PathLike, not {}",
-            type_name(value)
-        )));
+        return Err(refused());
     }
-    value.extract::<PathBuf>().map_err(|_| {
-        argument(format!(
-            "{name} must be a str or an os.PathLike, not {}",
-            type_name(value)
-        ))
-    })
+    value.extract::<PathBuf>().map_err(|_| refused())
+}
+
+/// Keyword arguments (`name = value`, value optional) as a JSON object of the contract's
+/// camelCase keys, with the error code of `kind`: `(("filesChanged", "files_changed"), value)`.
+pub fn object_of(
+    fields: &[(&str, &str, Option<&Bound<'_, PyAny>>)],
+    kind: ArgKind,
+) -> Result<Value, Error> {
+    let mut map = Map::new();
+    for (key, name, value) in fields {
+        if let Some(value) = value {
+            map.insert(key.to_string(), to_json(value, name, kind)?);
+        }
+    }
+    Ok(Value::Object(map))
 }
 
 /// `failure_threshold` → `failureThreshold`. `None` when the keyword is not snake_case (lower-case
 /// words of letters and digits joined by single underscores).
 fn camel_case(keyword: &str) -> Option<String> {
-    let valid = keyword.starts_with(|c: char| c.is_ascii_lowercase())
-        && keyword.split('_').all(|w| {
-            !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        });
-    if !valid {
+    let word_ok = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    };
+    if !keyword.starts_with(|c: char| c.is_ascii_lowercase()) || !keyword.split('_').all(word_ok) {
         return None;
     }
     let mut out = String::with_capacity(keyword.len());
     for (i, word) in keyword.split('_').enumerate() {
-        if i == 0 {
-            out.push_str(word);
+        let (first, rest) = word.split_at(1);
+        out.push_str(&if i == 0 {
+            first.to_string()
         } else {
-            let mut chars = word.chars();
-            if let Some(first) = chars.next() {
-                out.push(first.to_ascii_uppercase());
-                out.extend(chars);
-            }
-        }
+            first.to_ascii_uppercase()
+        });
+        out.push_str(rest);
     }
     Some(out)
 }
 
 /// `failureThreshold` → `failure_threshold`, for the message about a camelCase keyword.
 fn snake_case(key: &str) -> String {
-    let mut out = String::with_capacity(key.len() + 4);
-    for c in key.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    key.chars()
+        .flat_map(|c| match c.is_ascii_uppercase() {
+            true => vec!['_', c.to_ascii_lowercase()],
+            false => vec![c],
+        })
+        .collect()
 }
 
 /// A constructor's configuration: an optional positional dict in the contract's JSON shape
@@ -285,381 +298,79 @@ pub fn config_from_arguments(
     base: Option<&Bound<'_, PyAny>>,
     keywords: Option<&Bound<'_, PyDict>>,
 ) -> Result<Value, Error> {
-    let mut map = match base {
-        Some(base) if !base.is_none() => match to_json(base, "config", config)? {
+    let config = ArgKind::Config;
+    let mut map = match base.filter(|b| !b.is_none()) {
+        None => Map::new(),
+        Some(base) => match to_json(base, "config", config)? {
             Value::Object(map) => map,
             _ => {
-                return Err(config(format!(
-                    "config must be a dict with the contract's camelCase keys, not {}",
-                    type_name(base)
-                )));
+                let got = type_name(base);
+                return Err(config.wrong_type(
+                    "config",
+                    "a dict with the contract's camelCase keys",
+                    &got,
+                ));
             }
         },
-        _ => Map::new(),
     };
-    if let Some(keywords) = keywords {
-        for (k, v) in keywords.iter() {
-            let keyword = mapping_key(&k, "keyword", config)?;
-            let Some(key) = camel_case(&keyword) else {
-                let hint = snake_case(&keyword);
-                return Err(config(if hint != keyword && camel_case(&hint).is_some() {
+    for (k, v) in keywords.into_iter().flat_map(|k| k.iter()) {
+        let keyword = key_str(&k, &"keyword", config)?;
+        let Some(key) = camel_case(&keyword) else {
+            let hint = snake_case(&keyword);
+            return Err(
+                config.error(if hint != keyword && camel_case(&hint).is_some() {
                     format!("unknown keyword argument '{keyword}' (did you mean '{hint}'?)")
                 } else {
                     format!("unknown keyword argument '{keyword}'")
-                }));
-            };
-            map.insert(key, to_json(&v, &keyword, config)?);
-        }
+                }),
+            );
+        };
+        map.insert(key, to_json(&v, &keyword, config)?);
     }
     Ok(Value::Object(map))
 }
 
-// ---------------------------------------------------------------------------------------------
-// Core results → Python objects
-
-/// Serializes a core result into Python objects: structs and maps become dicts (in declaration
-/// order), sequences lists, unit enum variants their string, `None` None.
+/// A core result as Python objects: `serde_json::to_value`, then [`json_to_py`].
 pub fn to_py<'py, T: Serialize + ?Sized>(
     py: Python<'py>,
     value: &T,
 ) -> PyResult<Bound<'py, PyAny>> {
-    value.serialize(PySerializer { py }).map_err(|e| {
-        crate::errors::to_py(
-            py,
-            &Error::Internal(format!("cannot convert a result: {e}")),
-        )
+    let value = serde_json::to_value(value)
+        .map_err(|e| Error::Internal(format!("cannot convert a result: {e}")))
+        .or_raise(py)?;
+    json_to_py(py, &value)
+}
+
+/// A JSON value as Python objects: objects are dicts, arrays lists, whole numbers `int`, other
+/// numbers `float`.
+pub fn json_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u.into_pyobject(py)?.into_any(),
+            (None, Some(i)) => i.into_pyobject(py)?.into_any(),
+            _ => PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let items = items.iter().map(|v| json_to_py(py, v));
+            PyList::new(py, items.collect::<PyResult<Vec<_>>>()?)?.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map {
+                dict.set_item(k, json_to_py(py, v)?)?;
+            }
+            dict.into_any()
+        }
     })
 }
 
-#[derive(Debug)]
-pub struct SerError(String);
-
-impl std::fmt::Display for SerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SerError {}
-
-impl ser::Error for SerError {
-    fn custom<T: std::fmt::Display>(msg: T) -> Self {
-        SerError(msg.to_string())
-    }
-}
-
-impl From<PyErr> for SerError {
-    fn from(e: PyErr) -> Self {
-        SerError(e.to_string())
-    }
-}
-
-#[derive(Clone, Copy)]
-struct PySerializer<'py> {
+/// Runs a core call with the GIL released and returns its result as Python objects.
+pub fn detached_py<'py, T: Serialize + Send>(
     py: Python<'py>,
-}
-
-impl<'py> PySerializer<'py> {
-    fn object<T: IntoPyObject<'py>>(self, v: T) -> Result<Bound<'py, PyAny>, SerError>
-    where
-        T::Error: Into<PyErr>,
-    {
-        v.into_pyobject(self.py)
-            .map(|o| o.into_any().into_bound())
-            .map_err(|e| SerError::from(e.into()))
-    }
-}
-
-struct SeqBuilder<'py> {
-    py: Python<'py>,
-    items: Vec<Bound<'py, PyAny>>,
-}
-
-struct DictBuilder<'py> {
-    py: Python<'py>,
-    dict: Bound<'py, PyDict>,
-    key: Option<Bound<'py, PyAny>>,
-    /// For struct/tuple variants: the variant name wrapping the dict.
-    variant: Option<&'static str>,
-}
-
-impl<'py> DictBuilder<'py> {
-    fn new(py: Python<'py>, variant: Option<&'static str>) -> Self {
-        DictBuilder {
-            py,
-            dict: PyDict::new(py),
-            key: None,
-            variant,
-        }
-    }
-
-    fn finish(self) -> Result<Bound<'py, PyAny>, SerError> {
-        match self.variant {
-            None => Ok(self.dict.into_any()),
-            Some(name) => {
-                let outer = PyDict::new(self.py);
-                outer.set_item(name, self.dict)?;
-                Ok(outer.into_any())
-            }
-        }
-    }
-}
-
-impl<'py> ser::Serializer for PySerializer<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-    type SerializeSeq = SeqBuilder<'py>;
-    type SerializeTuple = SeqBuilder<'py>;
-    type SerializeTupleStruct = SeqBuilder<'py>;
-    type SerializeTupleVariant = SeqBuilder<'py>;
-    type SerializeMap = DictBuilder<'py>;
-    type SerializeStruct = DictBuilder<'py>;
-    type SerializeStructVariant = DictBuilder<'py>;
-
-    fn serialize_bool(self, v: bool) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_i8(self, v: i8) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_i16(self, v: i16) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_i32(self, v: i32) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_i64(self, v: i64) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_u8(self, v: u8) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_u16(self, v: u16) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_u32(self, v: u32) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_u64(self, v: u64) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_f32(self, v: f32) -> Result<Self::Ok, SerError> {
-        self.object(f64::from(v))
-    }
-    fn serialize_f64(self, v: f64) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_char(self, v: char) -> Result<Self::Ok, SerError> {
-        self.object(v.to_string())
-    }
-    fn serialize_str(self, v: &str) -> Result<Self::Ok, SerError> {
-        self.object(v)
-    }
-    fn serialize_bytes(self, v: &[u8]) -> Result<Self::Ok, SerError> {
-        Ok(PyList::new(self.py, v)?.into_any())
-    }
-    fn serialize_none(self) -> Result<Self::Ok, SerError> {
-        Ok(self.py.None().into_bound(self.py))
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Self::Ok, SerError> {
-        value.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<Self::Ok, SerError> {
-        self.serialize_none()
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<Self::Ok, SerError> {
-        self.serialize_none()
-    }
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-    ) -> Result<Self::Ok, SerError> {
-        self.object(variant)
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        value: &T,
-    ) -> Result<Self::Ok, SerError> {
-        value.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-        value: &T,
-    ) -> Result<Self::Ok, SerError> {
-        let mut map = DictBuilder::new(self.py, None);
-        map.serialize_entry(variant, value)?;
-        map.finish()
-    }
-    fn serialize_seq(self, len: Option<usize>) -> Result<SeqBuilder<'py>, SerError> {
-        Ok(SeqBuilder {
-            py: self.py,
-            items: Vec::with_capacity(len.unwrap_or(0)),
-        })
-    }
-    fn serialize_tuple(self, len: usize) -> Result<SeqBuilder<'py>, SerError> {
-        self.serialize_seq(Some(len))
-    }
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        len: usize,
-    ) -> Result<SeqBuilder<'py>, SerError> {
-        self.serialize_seq(Some(len))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        len: usize,
-    ) -> Result<SeqBuilder<'py>, SerError> {
-        // Not produced by any core type; a plain list is a faithful enough shape.
-        self.serialize_seq(Some(len))
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<DictBuilder<'py>, SerError> {
-        Ok(DictBuilder::new(self.py, None))
-    }
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<DictBuilder<'py>, SerError> {
-        Ok(DictBuilder::new(self.py, None))
-    }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-        _len: usize,
-    ) -> Result<DictBuilder<'py>, SerError> {
-        Ok(DictBuilder::new(self.py, Some(variant)))
-    }
-}
-
-impl<'py> ser::SerializeSeq for SeqBuilder<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        self.items
-            .push(value.serialize(PySerializer { py: self.py })?);
-        Ok(())
-    }
-
-    fn end(self) -> Result<Self::Ok, SerError> {
-        Ok(PyList::new(self.py, self.items)?.into_any())
-    }
-}
-
-impl<'py> ser::SerializeTuple for SeqBuilder<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-
-    fn end(self) -> Result<Self::Ok, SerError> {
-        ser::SerializeSeq::end(self)
-    }
-}
-
-impl<'py> ser::SerializeTupleStruct for SeqBuilder<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-
-    fn end(self) -> Result<Self::Ok, SerError> {
-        ser::SerializeSeq::end(self)
-    }
-}
-
-impl<'py> ser::SerializeTupleVariant for SeqBuilder<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-
-    fn end(self) -> Result<Self::Ok, SerError> {
-        ser::SerializeSeq::end(self)
-    }
-}
-
-impl<'py> ser::SerializeMap for DictBuilder<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), SerError> {
-        let key = key.serialize(PySerializer { py: self.py })?;
-        // JSON object keys are strings.
-        let key = if key.is_instance_of::<PyString>() {
-            key
-        } else {
-            key.str()?.into_any()
-        };
-        self.key = Some(key);
-        Ok(())
-    }
-
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), SerError> {
-        let key = self
-            .key
-            .take()
-            .ok_or_else(|| SerError("a map value without a key".into()))?;
-        let value = value.serialize(PySerializer { py: self.py })?;
-        self.dict.set_item(key, value)?;
-        Ok(())
-    }
-
-    fn end(self) -> Result<Self::Ok, SerError> {
-        self.finish()
-    }
-}
-
-impl<'py> ser::SerializeStruct for DictBuilder<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), SerError> {
-        let value = value.serialize(PySerializer { py: self.py })?;
-        self.dict.set_item(key, value)?;
-        Ok(())
-    }
-
-    fn end(self) -> Result<Self::Ok, SerError> {
-        self.finish()
-    }
-}
-
-impl<'py> ser::SerializeStructVariant for DictBuilder<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = SerError;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), SerError> {
-        ser::SerializeStruct::serialize_field(self, key, value)
-    }
-
-    fn end(self) -> Result<Self::Ok, SerError> {
-        self.finish()
-    }
+    f: impl Send + FnOnce() -> T,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &detached(py, f)?)
 }

@@ -1,11 +1,12 @@
-//! The exception hierarchy (`AgentBreakerError` and one subclass per core error code) and the one
-//! conversion from a core [`Error`] to a Python exception. Also the panic boundary: no panic ever
-//! reaches Python as a `PanicException`; it becomes an `InternalError` (code `INTERNAL`).
+//! The exception hierarchy (`AgentBreakerError` and one subclass per core error code), the one
+//! conversion from a core [`Error`] to a Python exception, and the panic boundary: no panic ever
+//! reaches Python as a `PanicException`; `agentbreaker::interop` turns it into `INTERNAL`
+//! (`InternalError`).
 
-use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use agentbreaker::Error;
+use agentbreaker::interop::{catch, panic_error};
 use pyo3::PyTypeInfo;
 use pyo3::exceptions::{PyException, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -15,9 +16,8 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 /// The module the exception classes say they belong to (where users import them from).
 const EXCEPTIONS_MODULE: &str = "agentbreaker.exceptions";
 
-/// One class per code, in `agentbreaker::ERROR_CODES` order, with the Python builtins each also
-/// derives from (so `except ValueError` and `except TypeError` work where Python users expect).
-const CLASSES: [(&str, &str, &str); 7] = [
+/// One class per code of `agentbreaker::ERROR_CODES`, with its docstring.
+const CLASSES: [(&str, &str, &str); 8] = [
     (
         "INVALID_CONFIG",
         "InvalidConfigError",
@@ -31,7 +31,7 @@ const CLASSES: [(&str, &str, &str); 7] = [
     (
         "INVALID_EVENT",
         "InvalidEventError",
-        "A BudgetBreaker event is malformed.",
+        "An event (BudgetBreaker.ingest, Monitor.observe) is malformed.",
     ),
     (
         "INVALID_SNAPSHOT",
@@ -53,7 +53,35 @@ const CLASSES: [(&str, &str, &str); 7] = [
         "CircuitOpenError",
         "A guarded call was refused because the circuit is open; the message says why.",
     ),
+    (
+        "HALTED",
+        "AgentHalted",
+        "A Monitor halted the task: raise it with the halt verdict to stop the agent's code; \
+         `verdict` holds the verdict dict, str(error) its message.",
+    ),
 ];
+
+/// What `AgentHalted` adds to a plain class: it is built from the halt verdict (or, when a core
+/// error carries only the message, from that) and keeps it; it pickles with it.
+const AGENT_HALTED_BODY: &std::ffi::CStr = c"
+def __init__(self, verdict, /):
+    if isinstance(verdict, str):
+        verdict = {'action': 'halt', 'reason': None, 'message': verdict, 'nudge': None,
+                   'taskId': None, 'step': 0, 'detail': None}
+    elif not isinstance(verdict, dict):
+        raise TypeError(f'AgentHalted takes the halt verdict (a dict), not {type(verdict).__name__}')
+    self._verdict = verdict
+    AgentBreakerError.__init__(self, verdict.get('message') or 'the task was halted')
+
+def verdict(self):
+    '''The halt verdict: {action, reason, message, nudge, taskId, step, detail}.'''
+    return self._verdict
+
+verdict = property(verdict)
+
+def __reduce__(self):
+    return (type(self), (self._verdict,))
+";
 
 struct Classes {
     base: Py<PyType>,
@@ -62,6 +90,8 @@ struct Classes {
 
 static EXCEPTIONS: PyOnceLock<Classes> = PyOnceLock::new();
 
+/// The Python builtins a class also derives from, so `except ValueError` and `except TypeError`
+/// work where Python users expect them to.
 fn builtin_bases<'py>(py: Python<'py>, code: &str) -> Vec<Bound<'py, PyType>> {
     match code {
         "INVALID_CONFIG" | "INVALID_ARGUMENT" => {
@@ -76,36 +106,40 @@ fn builtin_bases<'py>(py: Python<'py>, code: &str) -> Vec<Bound<'py, PyType>> {
 
 fn new_class<'py>(
     py: Python<'py>,
-    name: &str,
-    doc: &str,
-    code: &str,
+    (code, name, doc): (&str, &str, &str),
     bases: Vec<Bound<'py, PyType>>,
+    namespace: Bound<'py, PyDict>,
 ) -> PyResult<Py<PyType>> {
-    let namespace = PyDict::new(py);
     namespace.set_item("__module__", EXCEPTIONS_MODULE)?;
     namespace.set_item("__doc__", doc)?;
     namespace.set_item("code", code)?;
     let bases = PyTuple::new(py, bases)?;
-    let class = py
-        .get_type::<PyType>()
-        .call1((name, bases, namespace))?
-        .cast_into::<PyType>()?;
-    Ok(class.unbind())
+    let class = py.get_type::<PyType>().call1((name, bases, namespace))?;
+    Ok(class.cast_into::<PyType>()?.unbind())
 }
 
 fn create(py: Python<'_>) -> PyResult<Classes> {
     let base = new_class(
         py,
-        "AgentBreakerError",
-        "Base class of every agentbreaker error; `code` names the kind (a subclass per code).",
-        "",
+        (
+            "",
+            "AgentBreakerError",
+            "Base class of every agentbreaker error; `code` names the kind (a subclass per code).",
+        ),
         vec![PyException::type_object(py)],
+        PyDict::new(py),
     )?;
     let mut by_code = Vec::with_capacity(CLASSES.len());
-    for (code, name, doc) in CLASSES {
+    for class in CLASSES {
         let mut bases = vec![base.bind(py).clone()];
-        bases.extend(builtin_bases(py, code));
-        by_code.push((code, new_class(py, name, doc, code, bases)?));
+        bases.extend(builtin_bases(py, class.0));
+        let namespace = PyDict::new(py);
+        if class.0 == "HALTED" {
+            let globals = PyDict::new(py);
+            globals.set_item("AgentBreakerError", base.bind(py))?;
+            py.run(AGENT_HALTED_BODY, Some(&globals), Some(&namespace))?;
+        }
+        by_code.push((class.0, new_class(py, class, bases, namespace)?));
     }
     Ok(Classes { base, by_code })
 }
@@ -153,36 +187,10 @@ impl<T> IntoPyResult<T> for Result<T, Error> {
     }
 }
 
-/// `InvalidArgumentError` with `message`.
-pub fn argument(message: impl Into<String>) -> Error {
-    Error::InvalidArgument(message.into())
-}
-
-/// `InvalidConfigError` with `message`.
-pub fn config(message: impl Into<String>) -> Error {
-    Error::InvalidConfig(message.into())
-}
-
-fn panic_text(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
-}
-
-fn internal(py: Python<'_>, payload: &(dyn Any + Send)) -> PyErr {
-    to_py(
-        py,
-        &Error::Internal(format!("panic: {}", panic_text(payload))),
-    )
-}
-
 /// The language boundary of a method that holds the GIL: a panic becomes `InternalError`.
 pub fn boundary<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| Err(internal(py, &*payload)))
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|payload| Err(to_py(py, &panic_error(&*payload))))
 }
 
 /// Runs a short core call (no I/O, no waiting, a few hundred nanoseconds) with the GIL held,
@@ -190,27 +198,19 @@ pub fn boundary<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<
 /// call itself. Safe because the core never waits for Python while it holds a lock of its own:
 /// listeners run after its locks are released (on this thread the GIL is then already held).
 pub fn attached<T>(py: Python<'_>, f: impl FnOnce() -> T) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| internal(py, &*payload))
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| to_py(py, &panic_error(&*payload)))
 }
 
 /// Runs core code with the GIL released (a breaker may wait for its lock, and listeners re-acquire
 /// the GIL), turning a panic into `InternalError`.
-pub fn detached<T, F>(py: Python<'_>, f: F) -> PyResult<T>
-where
-    F: Send + FnOnce() -> T,
-    T: Send,
-{
-    py.detach(|| catch_unwind(AssertUnwindSafe(f)).map_err(PanicPayload))
-        .map_err(|PanicPayload(payload)| internal(py, &*payload))
+pub fn detached<T: Send>(py: Python<'_>, f: impl Send + FnOnce() -> T) -> PyResult<T> {
+    py.detach(|| catch(|| Ok(f()))).or_raise(py)
 }
 
 /// [`detached`] for core calls that return a core `Result`.
-pub fn detached_result<T, F>(py: Python<'_>, f: F) -> PyResult<T>
-where
-    F: Send + FnOnce() -> Result<T, Error>,
-    T: Send,
-{
+pub fn detached_result<T: Send>(
+    py: Python<'_>,
+    f: impl Send + FnOnce() -> Result<T, Error>,
+) -> PyResult<T> {
     detached(py, f)?.or_raise(py)
 }
-
-struct PanicPayload(Box<dyn Any + Send>);

@@ -9,7 +9,8 @@
 //! it saves. A breaker with `state_path` may write its file on a transition, so its calls release
 //! the GIL, as does recording a failure (the error text is fingerprinted).
 
-use agentbreaker::{Error, FailureConfig, Listener, ListenerId, Permission};
+use agentbreaker::interop::ArgKind;
+use agentbreaker::{Error, FailureConfig, Permission};
 use pyo3::PyTraverseError;
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::gc::PyVisit;
@@ -18,9 +19,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::clock;
-use crate::convert::{arg_path, arg_str, config_from_arguments, required, to_json, to_py};
-use crate::errors::{IntoPyResult, argument, attached, boundary, detached, detached_result};
-use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
+use crate::convert::{
+    arg_path, arg_str, config_from_arguments, detached_py, required_json, to_py, type_name,
+};
+use crate::errors::{IntoPyResult, attached, boundary, detached, detached_result};
+use crate::listeners::{PyListeners, pymethods_with_listeners};
 
 /// Consecutive failures open the circuit; after a cooldown a probe decides whether it closes.
 #[pyclass(frozen, subclass, module = "agentbreaker")]
@@ -28,21 +31,6 @@ use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
 pub struct FailureBreaker {
     inner: agentbreaker::FailureBreaker,
     listeners: PyListeners,
-}
-
-impl EventSource for FailureBreaker {
-    fn py_listeners(&self) -> &PyListeners {
-        &self.listeners
-    }
-    fn add_core_listener(&self, listener: Listener) -> ListenerId {
-        self.inner.add_listener(listener)
-    }
-    fn remove_core_listener(&self, id: ListenerId) -> bool {
-        self.inner.remove_listener(id)
-    }
-    fn core_listener_errors(&self) -> u64 {
-        self.inner.listener_errors()
-    }
 }
 
 /// `(True, None)`, the answer of `should_allow_operation` in CLOSED: built once, not per call.
@@ -60,7 +48,7 @@ fn error_text(exception: &Bound<'_, PyAny>) -> String {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     if text.is_empty() {
-        crate::convert::type_name(exception)
+        type_name(exception)
     } else {
         text
     }
@@ -71,10 +59,7 @@ fn callable(func: &Bound<'_, PyAny>, what: &str) -> Result<(), Error> {
     if func.is_callable() {
         Ok(())
     } else {
-        Err(argument(format!(
-            "{what} must be callable, not {}",
-            crate::convert::type_name(func)
-        )))
+        Err(ArgKind::Argument.wrong_type(what, "callable", &type_name(func)))
     }
 }
 
@@ -234,11 +219,8 @@ pymethods_with_listeners!(FailureBreaker {
     ) -> PyResult<()> {
         let _ = (exc_type, traceback);
         if !exc.is_none() && !exc.is_instance_of::<PyBaseException>() {
-            return Err(argument(format!(
-                "exc must be an exception or None, not {}",
-                crate::convert::type_name(exc)
-            )))
-            .or_raise(py);
+            let got = type_name(exc);
+            return Err(ArgKind::Argument.wrong_type("exc", "an exception or None", &got)).or_raise(py);
         }
         self.record_outcome(py, (!exc.is_none()).then_some(exc))
     }
@@ -246,15 +228,13 @@ pymethods_with_listeners!(FailureBreaker {
     /// The status dict of SPEC 2.
     fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let status = detached(py, || inner.status())?;
-        to_py(py, &status)
+        detached_py(py, || inner.status())
     }
 
     /// Lifetime counters.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let metrics = detached(py, || inner.metrics())?;
-        to_py(py, &metrics)
+        detached_py(py, || inner.metrics())
     }
 
     /// Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
@@ -266,17 +246,14 @@ pymethods_with_listeners!(FailureBreaker {
     /// The persistent form of the state (a dict; `restore` takes it back).
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let snapshot = detached(py, || inner.snapshot())?;
-        to_py(py, &snapshot)
+        detached_py(py, || inner.snapshot())
     }
 
     /// Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED).
     #[pyo3(signature = (snapshot = None), text_signature = "($self, snapshot)")]
     fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
-            let snapshot = required(snapshot, "snapshot")
-                .and_then(|s| to_json(s, "snapshot", Error::InvalidSnapshot))
-                .or_raise(py)?;
+            let snapshot = required_json(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
             let inner = &self.inner;
             detached_result(py, || inner.restore_json(&snapshot))
         })
@@ -286,9 +263,7 @@ pymethods_with_listeners!(FailureBreaker {
     #[pyo3(signature = (path = None), text_signature = "($self, path)")]
     fn save(&self, py: Python<'_>, path: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
-            let path = required(path, "path")
-                .and_then(|p| arg_path(p, "path"))
-                .or_raise(py)?;
+            let path = arg_path(path, "path").or_raise(py)?;
             let inner = &self.inner;
             detached_result(py, || inner.save(&path))
         })
@@ -298,9 +273,7 @@ pymethods_with_listeners!(FailureBreaker {
     #[pyo3(signature = (path = None), text_signature = "($self, path)")]
     fn load(&self, py: Python<'_>, path: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         boundary(py, || {
-            let path = required(path, "path")
-                .and_then(|p| arg_path(p, "path"))
-                .or_raise(py)?;
+            let path = arg_path(path, "path").or_raise(py)?;
             let inner = &self.inner;
             detached_result(py, || inner.load(&path))
         })

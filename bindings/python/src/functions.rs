@@ -1,13 +1,11 @@
 //! Module-level functions: `analyze` (SPEC 5), `fingerprint` (SPEC 6), `config_from_env` (SPEC 7).
 
-use std::str::FromStr;
-
-use agentbreaker::ErrorMatch;
+use agentbreaker::interop::{self, ArgKind};
 use pyo3::prelude::*;
 use serde_json::Value;
 
-use crate::convert::{arg_str, to_json, to_py, type_name};
-use crate::errors::{IntoPyResult, argument, boundary, detached, detached_result};
+use crate::convert::{arg_str, arg_str_opt, detached_py, to_json, to_py, type_name};
+use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 
 /// Scores one agent response for completion: `{completionSignal: {detected, confidence,
 /// phrases}, confidence, exitSignal, testsPassing, testsFailing}`.
@@ -19,8 +17,7 @@ pub fn analyze<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     boundary(py, || {
         let text = arg_str(text, "text").or_raise(py)?;
-        let analysis = detached(py, || agentbreaker::analyze(&text))?;
-        to_py(py, &analysis)
+        detached_py(py, || agentbreaker::analyze(&text))
     })
 }
 
@@ -38,13 +35,9 @@ pub fn fingerprint(
 ) -> PyResult<String> {
     boundary(py, || {
         let error = arg_str(error, "error").or_raise(py)?;
-        let mode = match error_match {
-            None => ErrorMatch::default(),
-            Some(m) if m.is_none() => ErrorMatch::default(),
-            Some(m) => arg_str(Some(m), "error_match")
-                .and_then(|s| ErrorMatch::from_str(&s).map_err(|e| argument(e.message())))
-                .or_raise(py)?,
-        };
+        let mode = arg_str_opt(error_match, "error_match")
+            .and_then(|m| interop::error_match(m.as_deref()))
+            .or_raise(py)?;
         detached(py, || agentbreaker::fingerprint(&error, mode))
     })
 }
@@ -95,11 +88,11 @@ pub fn profile_names(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 /// The mapping of variables as a JSON object. Keys must be `str`; values are handed on as they
 /// are, so the core reports a non-string value (`INVALID_ARGUMENT`).
 fn env_to_json(env: &Bound<'_, PyAny>) -> Result<Value, agentbreaker::Error> {
-    match to_json(env, "env", argument)? {
+    match to_json(env, "env", ArgKind::Argument)? {
         value @ Value::Object(_) => Ok(value),
-        _ => Err(argument(format!(
-            "env must be a mapping of str to str (such as os.environ), not {}",
-            type_name(env)
-        ))),
+        _ => {
+            let expected = "a mapping of str to str (such as os.environ)";
+            Err(ArgKind::Argument.wrong_type("env", expected, &type_name(env)))
+        }
     }
 }

@@ -1,11 +1,12 @@
 //! Python bindings of agentbreaker: the native module `agentbreaker._native`, re-exported by the
 //! pure-Python package `agentbreaker` (python/agentbreaker).
 //!
-//! This crate converts types and errors and nothing else; every rule lives in the core:
-//! - keyword arguments (snake_case) become the SPEC's config objects (camelCase) and go through
-//!   the core's `from_json` validators; arguments go through `IterationMetrics::from_json`,
-//!   `Observation::from_json`, `BudgetBreaker::ingest`, `restore_json`, ...;
-//! - results are serialized (serde) into dicts with the SPEC's camelCase keys;
+//! This crate converts types and errors and nothing else; every rule lives in the core, and the
+//! rules of conversion in `agentbreaker::interop` (one file each: `convert`, `errors`):
+//! - keyword arguments (snake_case) become the contract's config objects (camelCase) and go
+//!   through the core's `from_json` validators; arguments go through `IterationMetrics::from_json`,
+//!   `Observation::from_json`, `BudgetBreaker::ingest`, `Monitor::observe`, `restore_json`, ...;
+//! - results go through `serde_json::to_value` into dicts with the contract's camelCase keys;
 //! - core errors become one exception class per code (`errors`);
 //! - core calls run with the GIL released; listeners re-acquire it (`listeners`);
 //! - every entry point is a panic boundary: a panic is an `InternalError`, never a crash.
@@ -18,6 +19,7 @@ mod errors;
 mod failure;
 mod functions;
 mod listeners;
+mod monitor;
 mod stagnation;
 mod strategy;
 
@@ -37,6 +39,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<strategy::ExitStrategy>()?;
     module.add_class::<strategy::FixPlan>()?;
     module.add_class::<agent_loop::Loop>()?;
+    module.add_class::<monitor::Monitor>()?;
     module.add_function(wrap_pyfunction!(functions::analyze, module)?)?;
     module.add_function(wrap_pyfunction!(functions::fingerprint, module)?)?;
     module.add_function(wrap_pyfunction!(functions::config_from_env, module)?)?;

@@ -14,8 +14,10 @@ use pyo3::PyTraverseError;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 
+use agentbreaker::interop::ArgKind;
+
 use crate::convert::{to_py, type_name};
-use crate::errors::{IntoPyResult, argument};
+use crate::errors::IntoPyResult;
 
 struct Entry {
     id: ListenerId,
@@ -64,11 +66,8 @@ impl PyListeners {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = callback.py();
         if !callback.is_callable() {
-            return Err(argument(format!(
-                "a listener must be callable, not {}",
-                type_name(callback)
-            )))
-            .or_raise(py);
+            let got = type_name(callback);
+            return Err(ArgKind::Argument.wrong_type("a listener", "callable", &got)).or_raise(py);
         }
         let shared = Arc::new(callback.clone().unbind());
         let for_core = Arc::clone(&shared);
@@ -137,20 +136,44 @@ impl PyListeners {
     }
 }
 
-/// A pyclass wrapping a core event source.
-pub trait EventSource {
-    /// The Python callables registered so far.
-    fn py_listeners(&self) -> &PyListeners;
+/// The listener methods of the core's event sources (each has them as inherent methods).
+pub trait CoreSource {
     /// The core's `add_listener`.
-    fn add_core_listener(&self, listener: Listener) -> ListenerId;
+    fn add(&self, listener: Listener) -> ListenerId;
     /// The core's `remove_listener`.
-    fn remove_core_listener(&self, id: ListenerId) -> bool;
+    fn remove(&self, id: ListenerId) -> bool;
     /// The core's `listener_errors`.
-    fn core_listener_errors(&self) -> u64;
+    fn errors(&self) -> u64;
 }
 
+macro_rules! core_sources {
+    ($($ty:ty),*) => {$(
+        impl CoreSource for $ty {
+            fn add(&self, listener: Listener) -> ListenerId {
+                self.add_listener(listener)
+            }
+            fn remove(&self, id: ListenerId) -> bool {
+                self.remove_listener(id)
+            }
+            fn errors(&self) -> u64 {
+                self.listener_errors()
+            }
+        }
+    )*};
+}
+
+core_sources!(
+    agentbreaker::FailureBreaker,
+    agentbreaker::StagnationBreaker,
+    agentbreaker::BudgetBreaker,
+    agentbreaker::ExitStrategy,
+    agentbreaker::Loop,
+    agentbreaker::Monitor
+);
+
 /// `#[pymethods] impl $ty { ... }` with the listener methods every event source has added to the
-/// methods given (pyo3 takes one `#[pymethods]` block per class).
+/// methods given (pyo3 takes one `#[pymethods]` block per class). The class holds the core object
+/// in `inner` and its Python callables in `listeners`.
 macro_rules! pymethods_with_listeners {
     ($ty:ty { $($methods:tt)* }) => {
         #[pyo3::pymethods]
@@ -158,18 +181,15 @@ macro_rules! pymethods_with_listeners {
             $($methods)*
 
             /// Calls `listener(event)` for every event (a dict: `stateChange`, `warning`,
-            /// `halt`); returns `listener`, so this works as a decorator. A listener that raises
-            /// is isolated: counted in `listener_errors`, the breaker goes on.
+            /// `halt`, `verdict`); returns `listener`, so this works as a decorator. A listener
+            /// that raises is isolated: counted in `listener_errors`, the object goes on.
             fn add_listener<'py>(
                 &self,
                 py: pyo3::Python<'py>,
                 listener: &pyo3::Bound<'py, pyo3::PyAny>,
             ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
-                crate::errors::boundary(py, || {
-                    use crate::listeners::EventSource as _;
-                    self.py_listeners()
-                        .add(listener, |l| self.add_core_listener(l))
-                })
+                use crate::listeners::CoreSource as _;
+                crate::errors::boundary(py, || self.listeners.add(listener, |l| self.inner.add(l)))
             }
 
             /// Removes a listener added with `add_listener`; false when it was not there.
@@ -178,33 +198,29 @@ macro_rules! pymethods_with_listeners {
                 py: pyo3::Python<'_>,
                 listener: &pyo3::Bound<'_, pyo3::PyAny>,
             ) -> pyo3::PyResult<bool> {
+                use crate::listeners::CoreSource as _;
                 crate::errors::boundary(py, || {
-                    use crate::listeners::EventSource as _;
-                    Ok(self
-                        .py_listeners()
-                        .remove(listener, |id| self.remove_core_listener(id)))
+                    Ok(self.listeners.remove(listener, |id| self.inner.remove(id)))
                 })
             }
 
             /// How many listener calls raised (and were isolated).
             #[getter]
             fn listener_errors(&self) -> u64 {
-                use crate::listeners::EventSource as _;
-                self.core_listener_errors()
+                use crate::listeners::CoreSource as _;
+                self.inner.errors()
             }
 
             fn __traverse__(
                 &self,
                 visit: pyo3::gc::PyVisit<'_>,
             ) -> Result<(), pyo3::PyTraverseError> {
-                use crate::listeners::EventSource as _;
-                self.py_listeners().traverse(&visit)
+                self.listeners.traverse(&visit)
             }
 
             fn __clear__(&self) {
-                use crate::listeners::EventSource as _;
-                self.py_listeners()
-                    .clear(|id| self.remove_core_listener(id))
+                use crate::listeners::CoreSource as _;
+                self.listeners.clear(|id| self.inner.remove(id))
             }
         }
     };

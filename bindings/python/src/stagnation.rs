@@ -1,14 +1,16 @@
 //! `StagnationBreaker` (SPEC 3).
 
-use agentbreaker::{AgentStep, Error, IterationMetrics, Listener, ListenerId, StagnationConfig};
+use agentbreaker::interop::ArgKind;
+use agentbreaker::{AgentStep, IterationMetrics, StagnationConfig};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use serde_json::{Map, Value};
 
 use crate::clock;
-use crate::convert::{arg_bool, arg_str, config_from_arguments, required, to_json, to_py};
-use crate::errors::{IntoPyResult, argument, boundary, detached, detached_result};
-use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
+use crate::convert::{
+    arg_bool, arg_str, config_from_arguments, detached_py, object_of, required_json, to_py,
+};
+use crate::errors::{IntoPyResult, boundary, detached, detached_result};
+use crate::listeners::{PyListeners, pymethods_with_listeners};
 
 /// No progress, the same error again and again, or declining output: the loop is stuck.
 #[pyclass(frozen, subclass, module = "agentbreaker")]
@@ -16,21 +18,6 @@ use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
 pub struct StagnationBreaker {
     inner: agentbreaker::StagnationBreaker,
     listeners: PyListeners,
-}
-
-impl EventSource for StagnationBreaker {
-    fn py_listeners(&self) -> &PyListeners {
-        &self.listeners
-    }
-    fn add_core_listener(&self, listener: Listener) -> ListenerId {
-        self.inner.add_listener(listener)
-    }
-    fn remove_core_listener(&self, id: ListenerId) -> bool {
-        self.inner.remove_listener(id)
-    }
-    fn core_listener_errors(&self) -> u64 {
-        self.inner.listener_errors()
-    }
 }
 
 pymethods_with_listeners!(StagnationBreaker {
@@ -68,17 +55,16 @@ pymethods_with_listeners!(StagnationBreaker {
         output_length: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         boundary(py, || {
-            let mut map = Map::new();
-            for (key, name, value) in [
-                ("filesChanged", "files_changed", files_changed),
-                ("testsPassing", "tests_passing", tests_passing),
-                ("outputLength", "output_length", output_length),
-            ] {
-                if let Some(value) = value {
-                    map.insert(key.to_string(), to_json(value, name, argument).or_raise(py)?);
-                }
-            }
-            let metrics = IterationMetrics::from_json(&Value::Object(map)).or_raise(py)?;
+            let metrics = object_of(
+                &[
+                    ("filesChanged", "files_changed", files_changed),
+                    ("testsPassing", "tests_passing", tests_passing),
+                    ("outputLength", "output_length", output_length),
+                ],
+                ArgKind::Argument,
+            )
+            .and_then(|m| IterationMetrics::from_json(&m))
+            .or_raise(py)?;
             let inner = &self.inner;
             detached(py, || inner.record_progress(metrics))
         })
@@ -117,13 +103,14 @@ pymethods_with_listeners!(StagnationBreaker {
         failed: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         boundary(py, || {
-            let mut map = Map::new();
-            for (key, value) in [("action", action), ("result", result), ("failed", failed)] {
-                if let Some(value) = value {
-                    map.insert(key.to_string(), to_json(value, key, argument).or_raise(py)?);
-                }
-            }
-            let step = AgentStep::from_json(&Value::Object(map)).or_raise(py)?;
+            let fields = [
+                ("action", "action", action),
+                ("result", "result", result),
+                ("failed", "failed", failed),
+            ];
+            let step = object_of(&fields, ArgKind::Argument)
+                .and_then(|s| AgentStep::from_json(&s))
+                .or_raise(py)?;
             let inner = &self.inner;
             detached(py, || inner.record_step(&step))
         })
@@ -132,15 +119,13 @@ pymethods_with_listeners!(StagnationBreaker {
     /// `{allowContinue, state, reason}`.
     fn check<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let decision = detached(py, || inner.check())?;
-        to_py(py, &decision)
+        detached_py(py, || inner.check())
     }
 
     /// `{state, consecutiveNoProgress, errorCounts, outputTrend, lastProgress}`.
     fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let status = detached(py, || inner.status())?;
-        to_py(py, &status)
+        detached_py(py, || inner.status())
     }
 
     /// Back to CLOSED, every counter cleared.
@@ -152,17 +137,14 @@ pymethods_with_listeners!(StagnationBreaker {
     /// The persistent form of the state.
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let snapshot = detached(py, || inner.snapshot())?;
-        to_py(py, &snapshot)
+        detached_py(py, || inner.snapshot())
     }
 
     /// Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED).
     #[pyo3(signature = (snapshot = None), text_signature = "($self, snapshot)")]
     fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
-            let snapshot = required(snapshot, "snapshot")
-                .and_then(|s| to_json(s, "snapshot", Error::InvalidSnapshot))
-                .or_raise(py)?;
+            let snapshot = required_json(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
             let inner = &self.inner;
             detached_result(py, || inner.restore_json(&snapshot))
         })

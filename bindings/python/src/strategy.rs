@@ -1,13 +1,16 @@
 //! Exit strategies and fix plans (SPEC 5).
 
-use agentbreaker::{Analysis, Listener, ListenerId, State, StrategyConfig, analyze};
+use agentbreaker::interop::{self, ArgKind, missing};
+use agentbreaker::{Analysis, StrategyConfig, analyze};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString, PyType};
 
 use crate::clock;
-use crate::convert::{arg_str, config_from_arguments, to_json, to_py, type_name};
-use crate::errors::{IntoPyResult, argument, boundary, detached};
-use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
+use crate::convert::{
+    arg_str, arg_str_opt, config_from_arguments, detached_py, to_json, type_name,
+};
+use crate::errors::{IntoPyResult, boundary, detached};
+use crate::listeners::{PyListeners, pymethods_with_listeners};
 
 /// Decides when a loop is done: `ExitStrategy(type="auto", threshold=70)`, `done_signals`,
 /// `fix_plan`, `circuit_breaker` or `composite` (with `mode` and `members`, a list of strategy
@@ -17,21 +20,6 @@ use crate::listeners::{EventSource, PyListeners, pymethods_with_listeners};
 pub struct ExitStrategy {
     inner: agentbreaker::ExitStrategy,
     listeners: PyListeners,
-}
-
-impl EventSource for ExitStrategy {
-    fn py_listeners(&self) -> &PyListeners {
-        &self.listeners
-    }
-    fn add_core_listener(&self, listener: Listener) -> ListenerId {
-        self.inner.add_listener(listener)
-    }
-    fn remove_core_listener(&self, id: ListenerId) -> bool {
-        self.inner.remove_listener(id)
-    }
-    fn core_listener_errors(&self) -> u64 {
-        self.inner.listener_errors()
-    }
 }
 
 impl ExitStrategy {
@@ -83,37 +71,30 @@ pymethods_with_listeners!(ExitStrategy {
                     let text = arg_str(Some(r), "response").or_raise(py)?;
                     detached(py, || analyze(&text))?
                 }
-                Some(r) if r.cast::<PyMapping>().is_ok() => to_json(r, "response", argument)
-                    .and_then(|a| Analysis::from_json(&a))
-                    .or_raise(py)?,
-                Some(r) => {
-                    return Err(argument(format!(
-                        "response must be a str or an analysis dict, not {}",
-                        type_name(r)
-                    )))
-                    .or_raise(py);
+                Some(r) if r.cast::<PyMapping>().is_ok() => {
+                    to_json(r, "response", ArgKind::Argument)
+                        .and_then(|a| Analysis::from_json(&a))
+                        .or_raise(py)?
                 }
-                None => return Err(argument("response is required (a str or an analysis dict)"))
-                    .or_raise(py),
+                Some(r) => {
+                    let expected = "a str or an analysis dict";
+                    let got = type_name(r);
+                    return Err(ArgKind::Argument.wrong_type("response", expected, &got)).or_raise(py);
+                }
+                None => return Err(missing("response")).or_raise(py),
             };
-            let state = match circuit_state {
-                None => State::Closed,
-                Some(s) if s.is_none() => State::Closed,
-                Some(s) => arg_str(Some(s), "circuit_state")
-                    .and_then(|s| s.parse::<State>())
-                    .or_raise(py)?,
-            };
+            let state = arg_str_opt(circuit_state, "circuit_state")
+                .and_then(|s| interop::state(s.as_deref()))
+                .or_raise(py)?;
             let inner = &self.inner;
-            let decision = detached(py, || inner.should_exit(&analysis, state))?;
-            to_py(py, &decision)
+            detached_py(py, || inner.should_exit(&analysis, state))
         })
     }
 
     /// For a `fix_plan` strategy, `{steps, currentStep}`; None for the others.
     fn plan_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let inner = &self.inner;
-        let status = detached(py, || inner.plan_status())?;
-        to_py(py, &status)
+        detached_py(py, || inner.plan_status())
     }
 
     /// Forgets everything seen: back to the configured state.
@@ -166,9 +147,7 @@ impl FixPlan {
         let py = cls.py();
         boundary(py, || {
             let kwargs = PyDict::new(py);
-            let markdown = markdown
-                .ok_or_else(|| argument("markdown is required"))
-                .or_raise(py)?;
+            let markdown = markdown.ok_or_else(|| missing("markdown")).or_raise(py)?;
             kwargs.set_item("markdown", markdown)?;
             if let Some(m) = max_attempts {
                 kwargs.set_item("max_attempts", m)?;
@@ -184,7 +163,6 @@ impl FixPlan {
     fn get_status<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let inner = &slf.as_super().get().inner;
-        let status = detached(py, || inner.plan_status())?;
-        to_py(py, &status)
+        detached_py(py, || inner.plan_status())
     }
 }

@@ -11,7 +11,7 @@ use crate::budget::{AgentEvent, BudgetBreaker, BudgetConfig, BudgetSnapshot, Hal
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Event, Listeners, Sink};
-use crate::json::{Fields, type_name};
+use crate::interop::{Fields, type_name};
 use crate::stagnation::{
     IterationMetrics, StagnationBreaker, StagnationConfig, StagnationDecision, StagnationStatus,
 };

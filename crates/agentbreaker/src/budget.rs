@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::clock::{SharedClock, SystemClock, elapsed};
 use crate::error::{Error, Result};
 use crate::events::{Event, Listeners, Sink};
-use crate::json::{Fields, config_from_value, type_name};
+use crate::interop::{Fields, config_from_value, type_name};
 use crate::text::format_decimal;
 
 /// The implicit task that events land on when no task is open.

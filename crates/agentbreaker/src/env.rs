@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::budget::BudgetConfig;
 use crate::error::{Error, Result};
-use crate::json::type_name;
+use crate::interop::type_name;
 use crate::text::truncate;
 
 /// The prefix of agentbreaker's own variables.

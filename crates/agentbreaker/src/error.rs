@@ -28,6 +28,11 @@ pub enum Error {
     /// A guarded call was refused because the circuit is open; carries the refusal message.
     #[error("CIRCUIT_OPEN: {0}")]
     CircuitOpen(String),
+    /// A Monitor halted the task: raised where a halt must stop the caller's code (a framework's
+    /// hook, a guarded tool call) rather than be returned as a verdict; carries the verdict's
+    /// message.
+    #[error("HALTED: {0}")]
+    Halted(String),
 }
 
 impl Error {
@@ -41,6 +46,7 @@ impl Error {
             Error::Io(_) => "IO",
             Error::Internal(_) => "INTERNAL",
             Error::CircuitOpen(_) => "CIRCUIT_OPEN",
+            Error::Halted(_) => "HALTED",
         }
     }
 
@@ -54,6 +60,7 @@ impl Error {
             Error::Io(_) => 5,
             Error::Internal(_) => 6,
             Error::CircuitOpen(_) => 7,
+            Error::Halted(_) => 8,
         }
     }
 
@@ -66,7 +73,8 @@ impl Error {
             | Error::InvalidSnapshot(m)
             | Error::Io(m)
             | Error::Internal(m)
-            | Error::CircuitOpen(m) => m,
+            | Error::CircuitOpen(m)
+            | Error::Halted(m) => m,
         }
     }
 
@@ -96,7 +104,7 @@ pub const MAX_MESSAGE_BYTES: usize = 1024;
 
 /// `msg` formatted, cut to [`MAX_MESSAGE_BYTES`] (at a character boundary) with `…` after a cut.
 /// Formatting stops at the cut, so a huge input costs no more than a small one.
-fn bounded(msg: impl fmt::Display) -> String {
+pub(crate) fn bounded(msg: impl fmt::Display) -> String {
     struct Bounded {
         out: String,
         cut: bool,
@@ -129,7 +137,7 @@ fn bounded(msg: impl fmt::Display) -> String {
 }
 
 /// All error codes, in number order (for bindings that build one exception class per code).
-pub const ERROR_CODES: [&str; 7] = [
+pub const ERROR_CODES: [&str; 8] = [
     "INVALID_CONFIG",
     "INVALID_ARGUMENT",
     "INVALID_EVENT",
@@ -137,6 +145,7 @@ pub const ERROR_CODES: [&str; 7] = [
     "IO",
     "INTERNAL",
     "CIRCUIT_OPEN",
+    "HALTED",
 ];
 
 /// `Result` with [`Error`].
@@ -196,6 +205,7 @@ mod tests {
             Error::Io(String::new()),
             Error::Internal(String::new()),
             Error::CircuitOpen(String::new()),
+            Error::Halted(String::new()),
         ];
         for (i, e) in all.iter().enumerate() {
             assert_eq!(e.code(), ERROR_CODES[i]);

@@ -16,7 +16,7 @@ use crate::clock::{SharedClock, SystemClock, elapsed};
 use crate::error::{CallError, Error, Result};
 use crate::events::{Event, Listeners};
 use crate::fingerprint::{ErrorMatch, fingerprint};
-use crate::json::config_from_value;
+use crate::interop::{config_from_value, panic_message};
 use crate::persist;
 use crate::state::State;
 use crate::text::cap_error;
@@ -851,7 +851,7 @@ impl FailureBreaker {
                 Err(CallError::Failed(e))
             }
             Err(panic) => {
-                self.record_failure(&format!("panic: {}", panic_text(&*panic)));
+                self.record_failure(&format!("panic: {}", panic_message(&*panic)));
                 resume_unwind(panic)
             }
         }
@@ -962,16 +962,6 @@ pub fn open_message(remaining_ms: u64, failure_threshold: u32) -> String {
          failures detected. Human intervention required.",
         remaining_ms.div_ceil(1000)
     )
-}
-
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ pub mod error;
 pub mod events;
 pub mod failure;
 pub mod fingerprint;
-mod json;
+pub mod interop;
 pub mod monitor;
 pub mod persist;
 pub mod profiles;

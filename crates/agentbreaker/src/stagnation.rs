@@ -11,7 +11,7 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Event, Listeners, Sink};
 use crate::fingerprint::{ErrorCounts, ErrorMatch, fingerprint};
-use crate::json::{Fields, config_from_value};
+use crate::interop::{Fields, config_from_value};
 use crate::persist;
 use crate::state::State;
 use crate::steps::{

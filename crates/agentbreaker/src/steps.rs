@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::key_line;
-use crate::json::Fields;
+use crate::interop::Fields;
 use crate::text::truncate;
 
 /// The largest value any step threshold may take (it bounds the history kept).

@@ -12,7 +12,7 @@ use crate::analyzer::Analysis;
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Event, Listeners};
-use crate::json::{Fields, type_name};
+use crate::interop::{Fields, type_name};
 use crate::state::State;
 use crate::text::truncate;
 

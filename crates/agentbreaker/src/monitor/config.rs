@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::budget::{BudgetConfig, MAX_TASK_ID_BYTES};
 use crate::error::{Error, Result};
 use crate::failure::FailureConfig;
-use crate::json::type_name;
+use crate::interop::type_name;
 use crate::profiles::{PROFILE_NAMES, profile};
 use crate::stagnation::StagnationConfig;
 

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::budget::{AgentEvent, Phase, Usage};
 use crate::error::{Error, Result};
-use crate::json::{Fields, type_name};
+use crate::interop::{Fields, type_name};
 
 /// The longest tool name, call id or digest kept (longer ones are cut at a character boundary).
 pub const MAX_NAME_BYTES: usize = 256;
