@@ -204,6 +204,7 @@ class StagnationBreaker:
         fail_streak_distinct: int = 2,
         fail_window: int = 0,
         fail_window_percent: int = 90,
+        no_progress_distinct_actions: int = 0,
     ) -> Self: ...
     def record_progress(
         self, *, files_changed: int = 0, tests_passing: int = 0, output_length: int = 0

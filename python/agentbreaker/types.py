@@ -143,10 +143,22 @@ class FailureConfig(TypedDict):
 # --- StagnationBreaker (SPEC 3) ------------------------------------------------------------
 
 
+StagnationSlug = Literal[
+    "no_progress",
+    "output_decline",
+    "same_error",
+    "repeated_step",
+    "cycle",
+    "fail_streak",
+    "fail_window",
+]
+
+
 class StagnationDecision(TypedDict):
     allowContinue: bool
     state: State
     reason: Optional[str]
+    slug: Optional[StagnationSlug]
 
 
 class StagnationStatus(TypedDict):
@@ -168,6 +180,7 @@ class StagnationSnapshot(TypedDict):
     baselineOutputs: List[int]
     bestTestsPassing: int
     reason: Optional[str]
+    slug: Optional[StagnationSlug]
 
 
 class StagnationConfig(TypedDict):
@@ -182,6 +195,7 @@ class StagnationConfig(TypedDict):
     failStreakDistinct: int
     failWindow: int
     failWindowPercent: int
+    noProgressDistinctActions: int
 
 
 # --- BudgetBreaker (SPEC 4) ----------------------------------------------------------------

@@ -106,6 +106,7 @@ def test_stagnation_breaker_half_opens_then_opens(clock: ab.ManualClock) -> None
         "allowContinue": True,
         "state": "HALF_OPEN",
         "reason": "No progress in 3 consecutive iterations",
+        "slug": "no_progress",
     }
     breaker.record_progress(tests_passing=4, output_length=850)
     assert breaker.check()["allowContinue"] is False

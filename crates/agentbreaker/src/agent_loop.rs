@@ -661,7 +661,7 @@ mod tests {
         assert_eq!(v["iteration"], 1);
         assert_eq!(
             v["breaker"],
-            json!({"allowContinue": true, "state": "CLOSED", "reason": null})
+            json!({"allowContinue": true, "state": "CLOSED", "reason": null, "slug": null})
         );
         assert!(v["analysis"]["completionSignal"].is_object());
     }

@@ -187,8 +187,27 @@ pub struct StagnationDecision {
     pub allow_continue: bool,
     /// The state.
     pub state: State,
-    /// `None` in CLOSED; the trigger otherwise.
+    /// `None` in CLOSED; the trigger otherwise, in words for people.
     pub reason: Option<String>,
+    /// `None` in CLOSED; the rule that moved the state otherwise, by its stable slug (the
+    /// Monitor's names: `no_progress`, `output_decline`, `same_error`, `repeated_step`, `cycle`,
+    /// `fail_streak`, `fail_window`) — for code, where `reason` is for people.
+    pub slug: Option<&'static str>,
+}
+
+/// The slugs a StagnationBreaker's state can carry.
+pub const STAGNATION_SLUGS: [&str; 7] = [
+    "no_progress",
+    "output_decline",
+    "same_error",
+    "repeated_step",
+    "cycle",
+    "fail_streak",
+    "fail_window",
+];
+
+fn known_slug(slug: &str) -> Option<&'static str> {
+    STAGNATION_SLUGS.into_iter().find(|s| *s == slug)
 }
 
 /// [`StagnationBreaker::status`].
@@ -231,6 +250,9 @@ pub struct StagnationSnapshot {
     pub best_tests_passing: u64,
     /// The reason of the current state.
     pub reason: Option<String>,
+    /// The slug of the rule behind the current state (absent in older snapshots).
+    #[serde(default)]
+    pub slug: Option<String>,
 }
 
 impl StagnationSnapshot {
@@ -241,6 +263,14 @@ impl StagnationSnapshot {
         persist::check_snapshot_header(snap.version, &snap.kind, "stagnation")?;
         if snap.baseline_outputs.len() > BASELINE_ITERATIONS {
             return Err(Error::snapshot("baselineOutputs holds at most 3 values"));
+        }
+        if let Some(slug) = &snap.slug
+            && known_slug(slug).is_none()
+        {
+            return Err(Error::snapshot(format_args!(
+                "slug must be one of {}",
+                STAGNATION_SLUGS.join(", ")
+            )));
         }
         Ok(snap)
     }
@@ -261,6 +291,7 @@ struct Inner {
     baseline_outputs: Vec<u64>,
     best_tests_passing: u64,
     reason: Option<String>,
+    slug: Option<&'static str>,
     steps: StepHistory,
 }
 
@@ -307,7 +338,13 @@ impl StagnationBreaker {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn transition(inner: &mut Inner, to: State, reason: String, now: u64, events: &mut Sink<'_>) {
+    fn transition(
+        inner: &mut Inner,
+        to: State,
+        (reason, slug): (String, Option<&'static str>),
+        now: u64,
+        events: &mut Sink<'_>,
+    ) {
         events.push(Event::StateChange {
             from: inner.state,
             to,
@@ -316,6 +353,7 @@ impl StagnationBreaker {
         });
         inner.state = to;
         inner.reason = (to != State::Closed).then_some(reason);
+        inner.slug = if to == State::Closed { None } else { slug };
     }
 
     /// Records one iteration.
@@ -357,21 +395,31 @@ impl StagnationBreaker {
             State::Open => {}
             State::HalfOpen => {
                 if progress && !declined {
-                    Self::transition(inner, State::Closed, "Progress resumed".into(), now, events);
+                    let why = ("Progress resumed".to_string(), None);
+                    Self::transition(inner, State::Closed, why, now, events);
                 } else {
-                    let reason = if progress {
+                    let why = if progress {
                         let percent = output * 100 * samples / sum;
-                        format!("Output declined to {percent}% of baseline")
+                        (
+                            format!("Output declined to {percent}% of baseline"),
+                            Some("output_decline"),
+                        )
                     } else {
-                        no_progress_reason(inner.consecutive_no_progress)
+                        (
+                            no_progress_reason(inner.consecutive_no_progress),
+                            Some("no_progress"),
+                        )
                     };
-                    Self::transition(inner, State::Open, reason, now, events);
+                    Self::transition(inner, State::Open, why, now, events);
                 }
             }
             State::Closed => {
                 if inner.consecutive_no_progress >= u64::from(self.config.no_progress_threshold) {
-                    let reason = no_progress_reason(inner.consecutive_no_progress);
-                    Self::transition(inner, State::HalfOpen, reason, now, events);
+                    let why = (
+                        no_progress_reason(inner.consecutive_no_progress),
+                        Some("no_progress"),
+                    );
+                    Self::transition(inner, State::HalfOpen, why, now, events);
                 }
             }
         }
@@ -399,7 +447,13 @@ impl StagnationBreaker {
                 self.config.same_error_threshold,
                 error.trim()
             );
-            Self::transition(&mut inner, State::Open, reason, now, events);
+            Self::transition(
+                &mut inner,
+                State::Open,
+                (reason, Some("same_error")),
+                now,
+                events,
+            );
         }
     }
 
@@ -423,11 +477,17 @@ impl StagnationBreaker {
             .then(|| hash_of(&[&fingerprint(&step.result, self.config.error_match)]));
         let now = self.clock.now_ms();
         let mut inner = self.lock();
-        let reason = inner.steps.record(&rules, signature, error, step);
-        if let Some(reason) = reason
+        let fired = inner.steps.record(&rules, signature, error, step);
+        if let Some((rule, reason)) = fired
             && inner.state != State::Open
         {
-            Self::transition(&mut inner, State::Open, reason, now, events);
+            Self::transition(
+                &mut inner,
+                State::Open,
+                (reason, Some(rule.slug())),
+                now,
+                events,
+            );
         }
     }
 
@@ -438,6 +498,7 @@ impl StagnationBreaker {
             allow_continue: inner.state != State::Open,
             state: inner.state,
             reason: inner.reason.clone(),
+            slug: inner.slug,
         }
     }
 
@@ -468,7 +529,13 @@ impl StagnationBreaker {
         let now = self.clock.now_ms();
         let mut inner = self.lock();
         if inner.state != State::Closed {
-            Self::transition(&mut inner, State::Closed, "reset".into(), now, events);
+            Self::transition(
+                &mut inner,
+                State::Closed,
+                ("reset".into(), None),
+                now,
+                events,
+            );
         }
         *inner = Inner::default();
     }
@@ -487,6 +554,7 @@ impl StagnationBreaker {
             baseline_outputs: inner.baseline_outputs.clone(),
             best_tests_passing: inner.best_tests_passing,
             reason: inner.reason.clone(),
+            slug: inner.slug.map(str::to_string),
         }
     }
 
@@ -514,6 +582,11 @@ impl StagnationBreaker {
             best_tests_passing: s.best_tests_passing,
             reason: if s.state == State::Open {
                 s.reason.map(|r| cap_error(&r).to_string())
+            } else {
+                None
+            },
+            slug: if s.state == State::Open {
+                s.slug.as_deref().and_then(known_slug)
             } else {
                 None
             },
@@ -584,11 +657,30 @@ mod tests {
         seen
     }
 
+    /// The decision expected with `reason`; its slug is the one that reason's rule must carry.
     fn decision(state: State, reason: Option<&str>) -> StagnationDecision {
+        let slug = reason.map(|r| {
+            [
+                ("No progress", "no_progress"),
+                ("Output declined", "output_decline"),
+                ("Same error", "same_error"),
+                ("Same step", "repeated_step"),
+                ("A cycle", "cycle"),
+            ]
+            .into_iter()
+            .find(|(prefix, _)| r.starts_with(prefix))
+            .map(|(_, slug)| slug)
+            .unwrap_or(if r.contains("in a row") {
+                "fail_streak"
+            } else {
+                "fail_window"
+            })
+        });
         StagnationDecision {
             allow_continue: state != State::Open,
             state,
             reason: reason.map(str::to_string),
+            slug,
         }
     }
 
@@ -1120,6 +1212,7 @@ mod tests {
             baseline_outputs: vec![100, 100, 100],
             best_tests_passing: 0,
             reason: None,
+            slug: None,
         };
         let (c, _) = breaker(StagnationConfig::default());
         c.restore(&snap).unwrap();

@@ -157,6 +157,18 @@ pub(crate) enum StepRule {
     FailWindow,
 }
 
+impl StepRule {
+    /// The rule's slug (the Monitor's names).
+    pub(crate) fn slug(self) -> &'static str {
+        match self {
+            StepRule::Repeat => "repeated_step",
+            StepRule::Cycle => "cycle",
+            StepRule::FailStreak => "fail_streak",
+            StepRule::FailWindow => "fail_window",
+        }
+    }
+}
+
 /// Where each step rule stands after a step: the counts the rules compare with their thresholds
 /// (the Monitor's warning ladder reads them too).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -218,41 +230,45 @@ pub(crate) fn hash_of(parts: &[&str]) -> u64 {
 }
 
 impl StepHistory {
-    /// Records a step (its fingerprints already taken) and returns the reason a rule fired, if
-    /// one did.
+    /// Records a step (its fingerprints already taken) and returns the rule that fired, if one
+    /// did, with its reason in words.
     pub(crate) fn record(
         &mut self,
         rules: &StepRules,
         signature: u64,
         error: Option<u64>,
         step: &AgentStep,
-    ) -> Option<String> {
+    ) -> Option<(StepRule, String)> {
         let counts = self.push(rules, signature, step.failed, error.unwrap_or(0));
-        counts.fired(rules).map(|rule| match rule {
-            StepRule::Repeat => format!(
-                "Same step repeated {} times: {}",
-                rules.repeat,
-                truncate(key_line(&step.action), 200)
-            ),
-            StepRule::Cycle => format!(
-                "A cycle of {} steps repeated {} times",
-                counts.cycle_length, rules.cycle_repeats
-            ),
-            StepRule::FailStreak => {
-                let distinct = self.distinct_errors(rules.fail_streak as usize);
-                format!(
-                    "{} failed steps in a row with {distinct} distinct error{}: \"{}\"",
-                    rules.fail_streak,
-                    if distinct == 1 { "" } else { "s" },
-                    truncate(key_line(&step.result), 200)
-                )
-            }
-            StepRule::FailWindow => format!(
-                "{} of the last {} steps failed without progress",
-                self.failed_in_last(rules.fail_window as usize),
-                rules.fail_window
-            ),
-        })
+        let rule = counts.fired(rules)?;
+        Some((
+            rule,
+            match rule {
+                StepRule::Repeat => format!(
+                    "Same step repeated {} times: {}",
+                    rules.repeat,
+                    truncate(key_line(&step.action), 200)
+                ),
+                StepRule::Cycle => format!(
+                    "A cycle of {} steps repeated {} times",
+                    counts.cycle_length, rules.cycle_repeats
+                ),
+                StepRule::FailStreak => {
+                    let distinct = self.distinct_errors(rules.fail_streak as usize);
+                    format!(
+                        "{} failed steps in a row with {distinct} distinct error{}: \"{}\"",
+                        rules.fail_streak,
+                        if distinct == 1 { "" } else { "s" },
+                        truncate(key_line(&step.result), 200)
+                    )
+                }
+                StepRule::FailWindow => format!(
+                    "{} of the last {} steps failed without progress",
+                    self.failed_in_last(rules.fail_window as usize),
+                    rules.fail_window
+                ),
+            },
+        ))
     }
 
     /// Records a step by its hashes and returns where every rule stands.
@@ -421,6 +437,7 @@ mod tests {
             .map(|&(a, r, f)| {
                 let s = step(a, r, f);
                 h.record(rules, hash_of(&[a, r]), f.then(|| hash_of(&[r])), &s)
+                    .map(|(_, why)| why)
             })
             .collect()
     }
@@ -530,6 +547,7 @@ mod tests {
         let fire = |h: &mut StepHistory, i: u32, failed: bool| {
             let s = step(&format!("a{i}"), "r", failed);
             h.record(&rules, hash_of(&[&s.action]), Some(1), &s)
+                .map(|(_, why)| why)
         };
         assert!(fire(&mut h, 1, true).is_none());
         assert!(fire(&mut h, 2, false).is_none());
