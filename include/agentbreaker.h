@@ -5,7 +5,7 @@
  * - Every name starts with `ab_`. Objects are opaque handles made by `ab_<type>_new` and released
  *   by `ab_<type>_free`; a NULL `_free` is a no-op, freeing twice is undefined behaviour.
  * - Every fallible function returns an `ab_status`: `AB_OK` (0), one value per stable error code
- *   of the core (`AB_ERR_INVALID_CONFIG` = 1 ... `AB_ERR_CIRCUIT_OPEN` = 7, `AB_ERR_INTERNAL` = 6
+ *   of the core (`AB_ERR_INVALID_CONFIG` = 1 ... `AB_ERR_HALTED` = 8, `AB_ERR_INTERNAL` = 6
  *   for a caught panic), or `AB_ERR_NULL_ARG` (100) for a NULL required pointer.
  *   `ab_status_code()` names a status, `ab_last_error_message()` describes the last failure on
  *   the calling thread.
@@ -74,6 +74,11 @@ typedef enum {
      */
     AB_ERR_CIRCUIT_OPEN = 7,
     /**
+     * `HALTED`: a Monitor halted the task (the core's code for a halt that stops the caller's
+     * code; `ab_monitor_observe` itself returns halts as verdicts, with `AB_OK`).
+     */
+    AB_ERR_HALTED = 8,
+    /**
      * `NULL_ARG`: a required pointer argument was NULL.
      */
     AB_ERR_NULL_ARG = 100,
@@ -137,6 +142,14 @@ typedef struct ab_loop ab_loop;
 typedef struct ab_manual_clock ab_manual_clock;
 
 /**
+ * A Monitor: takes the events an agent emits (model calls, tool calls and results, usage,
+ * errors, progress, heartbeats) and answers each with a verdict: continue, warn (with a nudge for
+ * the model) or halt. Safe to share between threads. Create with `ab_monitor_new`, release with
+ * `ab_monitor_free`.
+ */
+typedef struct ab_monitor ab_monitor;
+
+/**
  * A StagnationBreaker (SPEC 3): watches a loop's iterations for no progress, the same error
  * repeated and declining output, and (when configured) an agent's steps for repeated actions,
  * cycles and fail streaks. Safe to share between threads. Create with
@@ -154,8 +167,9 @@ typedef const char *(*ab_guarded_fn)(void *user_data);
 
 /**
  * A listener: called with one event as a JSON string (`{"type":"stateChange","from":"CLOSED",
- * "to":"OPEN","reason":"...","atMs":1000}`, `{"type":"warning","message":"...","atMs":0}` or
- * `{"type":"halt","halt":{...},"atMs":0}`) and the `user_data` it was added with.
+ * "to":"OPEN","reason":"...","atMs":1000}`, `{"type":"warning","message":"...","atMs":0}`,
+ * `{"type":"halt","halt":{...},"atMs":0}` or a Monitor's `{"type":"verdict","action":"warn",...,
+ * "atMs":0}`) and the `user_data` it was added with.
  *
  * `event_json` is valid only during the call (copy it to keep it). The listener runs on the
  * thread whose call caused the event (or on a thread already delivering events of that handle),
@@ -171,7 +185,8 @@ extern "C" {
 
 /**
  * The stable code string of a status value: `"OK"`, `"INVALID_CONFIG"`, `"INVALID_ARGUMENT"`,
- * `"INVALID_EVENT"`, `"INVALID_SNAPSHOT"`, `"IO"`, `"INTERNAL"`, `"CIRCUIT_OPEN"`, `"NULL_ARG"`,
+ * `"INVALID_EVENT"`, `"INVALID_SNAPSHOT"`, `"IO"`, `"INTERNAL"`, `"CIRCUIT_OPEN"`, `"HALTED"`,
+ * `"NULL_ARG"`,
  * or `"UNKNOWN"` for any other number. The string is static: do not free it.
  */
 const char *ab_status_code(int32_t status);
@@ -915,6 +930,122 @@ ab_status ab_loop_add_listener(const ab_loop *agent_loop,
  * `agent_loop` is NULL or a live loop; `out_removed` is NULL or writable.
  */
 ab_status ab_loop_remove_listener(const ab_loop *agent_loop, uint64_t id, bool *out_removed);
+
+/**
+ * Creates a Monitor from a JSON config (`{"profile": "coding-agent", "failure": {...},
+ * "stagnation": {...}, "budget": {...}, "toolLimits": {"web_fetch": 20}, "warnBefore": 2,
+ * "budgetWarnPercent": 80}`; NULL = the defaults, the `coding-agent` profile) reading time from
+ * `clock` (NULL = the system clock).
+ *
+ * # Safety
+ *
+ * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
+ * `out_monitor` is NULL or writable.
+ */
+ab_status ab_monitor_new(const char *config_json,
+                         const ab_manual_clock *clock,
+                         ab_monitor **out_monitor);
+
+/**
+ * Releases a Monitor. NULL is a no-op; freeing twice is undefined behaviour.
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a monitor from this library that has not been freed and that no other
+ * thread is using.
+ */
+void ab_monitor_free(ab_monitor *monitor);
+
+/**
+ * Observes one event given as JSON (`{"type": "tool_use", "name": "Bash", "input": {...},
+ * "id": "t1"}`; the types `assistant`, `tool_use`, `tool_result`, `usage`, `error`, `progress`,
+ * `heartbeat`, `alive`; unknown types are ignored). Writes its verdict to `*out_verdict_json`:
+ * `{"action": "continue"|"warn"|"halt", "reason", "message", "nudge", "taskId", "step",
+ * "detail"}`. A halt is a verdict (`AB_OK`), not an error. A malformed event is
+ * `AB_ERR_INVALID_EVENT` and changes nothing.
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a live monitor; `event_json` is NULL or a NUL-terminated string;
+ * `out_verdict_json` is NULL or writable.
+ */
+ab_status ab_monitor_observe(const ab_monitor *monitor,
+                             const char *event_json,
+                             char **out_verdict_json);
+
+/**
+ * Checks the duration and idle limits of every open task now (call it about once a second);
+ * writes the warnings and halts as a JSON array of verdicts to `*out_json` (`[]` when none).
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+ */
+ab_status ab_monitor_tick(const ab_monitor *monitor, char **out_json);
+
+/**
+ * Writes where every task and rule stands as JSON to `*out_json`: `{"profile", "tasks":
+ * [{"taskId", "steps", "toolCalls", "toolCallsByName", "spendCents", "durationSecs",
+ * "idleSecs", "rules": {slug: {"count", "threshold"}}, "halted", "halt", "unpairedResults"}],
+ * "stack", "ignoredEvents"}`.
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+ */
+ab_status ab_monitor_status(const ab_monitor *monitor, char **out_json);
+
+/**
+ * Writes everything needed to continue later (in another process too) as JSON to `*out_json`:
+ * `{"version": 1, "kind": "monitor", "tasks", "stack", "ignoredEvents", "lastEventAt"}`.
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+ */
+ab_status ab_monitor_snapshot(const ab_monitor *monitor, char **out_json);
+
+/**
+ * Replaces the state with a snapshot's (JSON, as `ab_monitor_snapshot` writes it). A malformed
+ * snapshot, one of another kind or version, or one beyond a monitor's bounds is
+ * `AB_ERR_INVALID_SNAPSHOT` and changes nothing.
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a live monitor; `snapshot_json` is NULL or a NUL-terminated string.
+ */
+ab_status ab_monitor_restore(const ab_monitor *monitor, const char *snapshot_json);
+
+/**
+ * Forgets every task and counter; the configuration stays.
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a live monitor.
+ */
+ab_status ab_monitor_reset(const ab_monitor *monitor);
+
+/**
+ * Adds a listener for `verdict` events (every warning and halt: the verdict's keys with
+ * `"type": "verdict"` and `"atMs"`); writes its id (>= 1) to `*out_id`.
+ *
+ * # Safety
+ *
+ * As for `ab_failure_breaker_add_listener`.
+ */
+ab_status ab_monitor_add_listener(const ab_monitor *monitor,
+                                  ab_listener_fn listener,
+                                  void *user_data,
+                                  uint64_t *out_id);
+
+/**
+ * Removes the listener `id`; writes whether there was one to `*out_removed`.
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a live monitor; `out_removed` is NULL or writable.
+ */
+ab_status ab_monitor_remove_listener(const ab_monitor *monitor, uint64_t id, bool *out_removed);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -72,11 +72,13 @@ static void version_and_status_codes(void) {
     CHECK(strcmp(ab_status_code(AB_ERR_IO), "IO") == 0);
     CHECK(strcmp(ab_status_code(AB_ERR_INTERNAL), "INTERNAL") == 0);
     CHECK(strcmp(ab_status_code(AB_ERR_CIRCUIT_OPEN), "CIRCUIT_OPEN") == 0);
+    CHECK(strcmp(ab_status_code(AB_ERR_HALTED), "HALTED") == 0);
     CHECK(strcmp(ab_status_code(AB_ERR_NULL_ARG), "NULL_ARG") == 0);
     /* The numbers are part of the ABI. */
     CHECK(AB_OK == 0 && AB_ERR_INVALID_CONFIG == 1 && AB_ERR_INVALID_ARGUMENT == 2);
     CHECK(AB_ERR_INVALID_EVENT == 3 && AB_ERR_INVALID_SNAPSHOT == 4 && AB_ERR_IO == 5);
-    CHECK(AB_ERR_INTERNAL == 6 && AB_ERR_CIRCUIT_OPEN == 7 && AB_ERR_NULL_ARG == 100);
+    CHECK(AB_ERR_INTERNAL == 6 && AB_ERR_CIRCUIT_OPEN == 7 && AB_ERR_HALTED == 8);
+    CHECK(AB_ERR_NULL_ARG == 100);
 }
 
 static void failure_breaker_cycle_with_listener(void) {
@@ -338,6 +340,68 @@ static void budget_breaker_halts_and_ticks(void) {
     ab_string_free(json);
     recorder_clear(&events);
     ab_budget_breaker_free(budget);
+    ab_manual_clock_free(clock);
+}
+
+static void monitor_verdicts_listeners_and_snapshots(void) {
+    ab_manual_clock *clock = NULL;
+    ab_monitor *monitor = NULL, *copy = NULL;
+    Recorder events = {0};
+    uint64_t id = 0;
+    char *verdict = NULL, *json = NULL;
+    CHECK_OK(ab_manual_clock_new(0, &clock));
+    CHECK_OK(ab_monitor_new("{\"profile\": \"seed\", \"toolLimits\": {\"web_fetch\": 2}}",
+                            clock, &monitor));
+    CHECK_OK(ab_monitor_add_listener(monitor, record_event, &events, &id));
+    const char *call = "{\"type\": \"tool_use\", \"name\": \"web_fetch\", \"taskId\": \"t1\"}";
+    CHECK_OK(ab_monitor_observe(monitor, call, &verdict));
+    CHECK_CONTAINS(verdict, "\"action\":\"continue\"");
+    CHECK_CONTAINS(verdict, "\"taskId\":\"t1\"");
+    ab_string_free(verdict);
+    CHECK_OK(ab_monitor_observe(monitor, call, &verdict));
+    CHECK_CONTAINS(verdict, "\"action\":\"warn\"");
+    CHECK_CONTAINS(verdict, "\"reason\":\"tool_limit\"");
+    ab_string_free(verdict);
+    /* A snapshot taken before the halt, restored into a new monitor, halts on the same call. */
+    CHECK_OK(ab_monitor_snapshot(monitor, &json));
+    CHECK_CONTAINS(json, "\"kind\":\"monitor\"");
+    CHECK_OK(ab_monitor_new("{\"profile\": \"seed\", \"toolLimits\": {\"web_fetch\": 2}}",
+                            clock, &copy));
+    CHECK_OK(ab_monitor_restore(copy, json));
+    ab_string_free(json);
+    CHECK_OK(ab_monitor_observe(monitor, call, &verdict));
+    CHECK_CONTAINS(verdict, "\"action\":\"halt\"");
+    ab_string_free(verdict);
+    CHECK_OK(ab_monitor_observe(copy, call, &verdict));
+    CHECK_CONTAINS(verdict, "\"action\":\"halt\"");
+    ab_string_free(verdict);
+    /* Malformed: INVALID_EVENT, nothing written, nothing changed. */
+    verdict = NULL;
+    CHECK_STATUS(ab_monitor_observe(monitor, "{\"type\": \"tool_use\"}", &verdict),
+                 AB_ERR_INVALID_EVENT);
+    CHECK(verdict == NULL);
+    CHECK_STATUS(ab_monitor_observe(monitor, "not json", &verdict), AB_ERR_INVALID_EVENT);
+    CHECK_STATUS(ab_monitor_restore(monitor, "{\"kind\": \"budget\"}"), AB_ERR_INVALID_SNAPSHOT);
+    CHECK_STATUS(ab_monitor_new("{\"warnBefore\": -1}", clock, &copy), AB_ERR_INVALID_CONFIG);
+    CHECK_OK(ab_monitor_status(monitor, &json));
+    CHECK_CONTAINS(json, "\"halted\":true");
+    CHECK_CONTAINS(json, "\"toolCallsByName\":{\"web_fetch\":3}");
+    ab_string_free(json);
+    CHECK(events.count == 2);
+    if (events.count == 2) {
+        CHECK_STARTS_WITH(events.events[0], "{\"type\":\"verdict\",\"action\":\"warn\"");
+        CHECK_STARTS_WITH(events.events[1], "{\"type\":\"verdict\",\"action\":\"halt\"");
+    }
+    CHECK_OK(ab_monitor_tick(monitor, &json));
+    CHECK(json != NULL && strcmp(json, "[]") == 0);
+    ab_string_free(json);
+    CHECK_OK(ab_monitor_reset(monitor));
+    CHECK_OK(ab_monitor_status(monitor, &json));
+    CHECK_CONTAINS(json, "\"tasks\":[]");
+    ab_string_free(json);
+    recorder_clear(&events);
+    ab_monitor_free(copy);
+    ab_monitor_free(monitor);
     ab_manual_clock_free(clock);
 }
 
@@ -622,6 +686,7 @@ int main(void) {
         {"stagnation_breaker_metrics_as_json", stagnation_breaker_metrics_as_json},
         {"stagnation_step_detectors", stagnation_step_detectors},
         {"budget_breaker_halts_and_ticks", budget_breaker_halts_and_ticks},
+        {"monitor_verdicts_listeners_and_snapshots", monitor_verdicts_listeners_and_snapshots},
         {"environment_maps_and_the_process_environment",
          environment_maps_and_the_process_environment},
         {"analyzer_and_strategies", analyzer_and_strategies},

@@ -282,6 +282,7 @@ typedef enum {
     SUBJECT_FIX_PLAN,
     SUBJECT_LOOP,
     SUBJECT_ENV,
+    SUBJECT_MONITOR,
 } SubjectKind;
 
 typedef struct {
@@ -292,8 +293,11 @@ typedef struct {
     ab_budget_breaker *budget;
     ab_exit_strategy *strategy;
     ab_loop *agent_loop;
+    ab_monitor *monitor;
     /* What the listener received since the previous `events` step. */
     cJSON *events;
+    /* The result of the latest `snapshot` step of a monitor (JSON text), for `"$snapshot"`. */
+    char *last_snapshot;
 } Subject;
 
 static void on_event(const char *event_json, void *user_data) {
@@ -311,6 +315,8 @@ static void free_subject(Subject *s) {
     ab_budget_breaker_free(s->budget);
     ab_exit_strategy_free(s->strategy);
     ab_loop_free(s->agent_loop);
+    ab_monitor_free(s->monitor);
+    free(s->last_snapshot);
     ab_manual_clock_free(s->clock);
     cJSON_Delete(s->events);
 }
@@ -324,6 +330,7 @@ static bool subject_kind(const char *name, SubjectKind *kind) {
         {"budget", SUBJECT_BUDGET},     {"analyzer", SUBJECT_ANALYZER},
         {"strategy", SUBJECT_STRATEGY}, {"fixPlan", SUBJECT_FIX_PLAN},
         {"loop", SUBJECT_LOOP},         {"env", SUBJECT_ENV},
+        {"monitor", SUBJECT_MONITOR},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         if (strcmp(kinds[i].name, name) == 0) {
@@ -373,6 +380,12 @@ static ab_status build(Subject *s, const cJSON *config, bool *runner_error) {
         status = ab_loop_new(config_json, s->clock, &s->agent_loop);
         if (status == AB_OK) {
             status = ab_loop_add_listener(s->agent_loop, on_event, s, &id);
+        }
+        break;
+    case SUBJECT_MONITOR:
+        status = ab_monitor_new(config_json, s->clock, &s->monitor);
+        if (status == AB_OK) {
+            status = ab_monitor_add_listener(s->monitor, on_event, s, &id);
         }
         break;
     case SUBJECT_ANALYZER:
@@ -759,6 +772,59 @@ static Outcome env_op(const char *op, const cJSON *args) {
     return runner_error("unknown op \"%s\" for this subject", op);
 }
 
+static Outcome monitor_op(Subject *s, const char *op, const cJSON *args) {
+    ab_monitor *m = s->monitor;
+    char *json = NULL;
+    if (strcmp(op, "observe") == 0) {
+        ONLY("event");
+        char *event = json_arg(args, "event");
+        ab_status status = ab_monitor_observe(m, event, &json);
+        free(event);
+        return json_outcome(status, &json);
+    }
+    if (strcmp(op, "tick") == 0) {
+        NO_ARGS();
+        return wrap(json_outcome(ab_monitor_tick(m, &json), &json), "verdicts");
+    }
+    if (strcmp(op, "status") == 0) {
+        NO_ARGS();
+        return json_outcome(ab_monitor_status(m, &json), &json);
+    }
+    if (strcmp(op, "snapshot") == 0) {
+        NO_ARGS();
+        ab_status status = ab_monitor_snapshot(m, &json);
+        if (status == AB_OK) {
+            free(s->last_snapshot);
+            s->last_snapshot = malloc(strlen(json) + 1);
+            if (s->last_snapshot == NULL) {
+                abort();
+            }
+            memcpy(s->last_snapshot, json, strlen(json) + 1);
+        }
+        return json_outcome(status, &json);
+    }
+    if (strcmp(op, "restore") == 0) {
+        ONLY("snapshot");
+        /* "$snapshot" stands for the result of the latest `snapshot` step. */
+        const cJSON *given = cJSON_GetObjectItemCaseSensitive(args, "snapshot");
+        if (cJSON_IsString(given) && strcmp(given->valuestring, "$snapshot") == 0) {
+            if (s->last_snapshot == NULL) {
+                return runner_error("%s", "restore of \"$snapshot\" before any snapshot step");
+            }
+            return status_outcome(ab_monitor_restore(m, s->last_snapshot));
+        }
+        char *snapshot = json_arg(args, "snapshot");
+        Outcome o = status_outcome(ab_monitor_restore(m, snapshot));
+        free(snapshot);
+        return o;
+    }
+    if (strcmp(op, "reset") == 0) {
+        NO_ARGS();
+        return status_outcome(ab_monitor_reset(m));
+    }
+    return runner_error("unknown op \"%s\" for this subject", op);
+}
+
 static Outcome run_op(Subject *s, const char *op, const cJSON *args) {
     if (strcmp(op, "events") == 0) {
         NO_ARGS();
@@ -783,6 +849,8 @@ static Outcome run_op(Subject *s, const char *op, const cJSON *args) {
         return loop_op(s, op, args);
     case SUBJECT_ENV:
         return env_op(op, args);
+    case SUBJECT_MONITOR:
+        return monitor_op(s, op, args);
     }
     return runner_error("unknown op \"%s\"", op);
 }

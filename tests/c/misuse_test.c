@@ -83,6 +83,16 @@ static void null_handles_are_null_arg(void) {
     CHECK_STATUS(ab_loop_reset(NULL), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_loop_add_listener(NULL, noop_listener, NULL, &id), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_loop_remove_listener(NULL, 1, &flag), AB_ERR_NULL_ARG);
+
+    CHECK_STATUS(ab_monitor_observe(NULL, "{\"type\": \"alive\"}", &json), AB_ERR_NULL_ARG);
+    CHECK_STARTS_WITH(ab_last_error_message(), "NULL_ARG: monitor must not be NULL");
+    CHECK_STATUS(ab_monitor_tick(NULL, &json), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_monitor_status(NULL, &json), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_monitor_snapshot(NULL, &json), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_monitor_restore(NULL, "{}"), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_monitor_reset(NULL), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_monitor_add_listener(NULL, noop_listener, NULL, &id), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_monitor_remove_listener(NULL, 1, &flag), AB_ERR_NULL_ARG);
     CHECK(json == NULL);
 }
 
@@ -103,6 +113,8 @@ static void null_out_parameters_are_null_arg_and_change_nothing(void) {
     CHECK_STATUS(ab_exit_strategy_new(NULL, NULL, NULL), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_exit_strategy_new_fix_plan_markdown("- [ ] a", NULL, NULL), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_loop_new(NULL, NULL, NULL), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_monitor_new(NULL, NULL, NULL), AB_ERR_NULL_ARG);
+    CHECK_STARTS_WITH(ab_last_error_message(), "NULL_ARG: out_monitor must not be NULL");
     CHECK_STATUS(ab_analyze("done", NULL), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_config_from_env("{}", NULL), AB_ERR_NULL_ARG);
 
@@ -297,6 +309,7 @@ static void null_free_is_a_no_op(void) {
     ab_budget_breaker_free(NULL);
     ab_exit_strategy_free(NULL);
     ab_loop_free(NULL);
+    ab_monitor_free(NULL);
     ab_string_free(NULL);
     CHECK(true);
 }
@@ -304,7 +317,7 @@ static void null_free_is_a_no_op(void) {
 static void status_codes_of_unknown_numbers(void) {
     CHECK(strcmp(ab_status_code(12345), "UNKNOWN") == 0);
     CHECK(strcmp(ab_status_code(-1), "UNKNOWN") == 0);
-    CHECK(strcmp(ab_status_code(8), "UNKNOWN") == 0);
+    CHECK(strcmp(ab_status_code(9), "UNKNOWN") == 0);
     CHECK(ab_last_error_message() != NULL);
 }
 

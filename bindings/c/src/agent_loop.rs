@@ -2,11 +2,12 @@
 
 use std::ffi::{c_char, c_void};
 
-use agentbreaker_core::{Error, Loop, LoopConfig, Observation};
+use agentbreaker_core::interop::ArgKind;
+use agentbreaker_core::{Loop, LoopConfig, Observation};
 
 use crate::clock::ab_manual_clock;
 use crate::ffi::{self, Out, boundary};
-use crate::listener::{ListenerTable, ab_listener_fn};
+use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::ab_status;
 
 /// A Loop (SPEC 5): analyzes each response, applies an exit strategy, watches for stagnation and
@@ -17,6 +18,8 @@ pub struct ab_loop {
     agent_loop: Loop,
     listeners: ListenerTable,
 }
+
+listener::source!(ab_loop, agent_loop);
 
 /// Creates a Loop from a JSON config (`{"maxIterations": 50, "strategy": {"type": "auto"},
 /// "stagnation": {...}, "budget": {...}}`; NULL = defaults, no budget) reading time from `clock`
@@ -88,7 +91,7 @@ pub unsafe extern "C" fn ab_loop_observe(
                     observation_json,
                     "observation_json",
                     false,
-                    Error::InvalidArgument,
+                    ArgKind::Argument,
                 )?,
                 Out::new(out_json, "out_json")?,
             )
@@ -113,17 +116,12 @@ pub unsafe extern "C" fn ab_loop_get_status(
     agent_loop: *const ab_loop,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (l, out) = unsafe {
-            (
-                ffi::handle(agent_loop, "agent_loop")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&l.agent_loop.status())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::json_out(agent_loop, "agent_loop", out_json, |l| {
+            Ok(l.agent_loop.status())
+        })
+    }
 }
 
 /// Starts over: iteration 0, the strategy and both breakers reset.
@@ -133,12 +131,8 @@ pub unsafe extern "C" fn ab_loop_get_status(
 /// `agent_loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_reset(agent_loop: *const ab_loop) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let l = unsafe { ffi::handle(agent_loop, "agent_loop") }?;
-        l.agent_loop.reset();
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(agent_loop, "agent_loop", |l| l.agent_loop.reset()) }
 }
 
 /// Adds a listener for every component's events (the stagnation breaker's `stateChange`, the fix
@@ -154,20 +148,8 @@ pub unsafe extern "C" fn ab_loop_add_listener(
     user_data: *mut c_void,
     out_id: *mut u64,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (l, out) = unsafe {
-            (
-                ffi::handle(agent_loop, "agent_loop")?,
-                Out::new(out_id, "out_id")?,
-            )
-        };
-        let id = l
-            .listeners
-            .add(listener, user_data, |f| l.agent_loop.add_listener(f))?;
-        out.write(id);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::add(agent_loop, "agent_loop", listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
@@ -181,15 +163,6 @@ pub unsafe extern "C" fn ab_loop_remove_listener(
     id: u64,
     out_removed: *mut bool,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (l, out) = unsafe {
-            (
-                ffi::handle(agent_loop, "agent_loop")?,
-                Out::new(out_removed, "out_removed")?,
-            )
-        };
-        out.write(l.listeners.remove(id, |f| l.agent_loop.remove_listener(f)));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::remove(agent_loop, "agent_loop", id, out_removed) }
 }

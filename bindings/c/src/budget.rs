@@ -2,12 +2,13 @@
 
 use std::ffi::{c_char, c_void};
 
-use agentbreaker_core::{BudgetBreaker, BudgetConfig, Error};
+use agentbreaker_core::interop::ArgKind;
+use agentbreaker_core::{BudgetBreaker, BudgetConfig};
 
 use crate::clock::ab_manual_clock;
 use crate::env::read_env;
 use crate::ffi::{self, Out, boundary};
-use crate::listener::{ListenerTable, ab_listener_fn};
+use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::ab_status;
 
 /// A BudgetBreaker (SPEC 4): per-task tool-call, spend, duration, idle and output-loop limits over
@@ -18,6 +19,8 @@ pub struct ab_budget_breaker {
     breaker: BudgetBreaker,
     listeners: ListenerTable,
 }
+
+listener::source!(ab_budget_breaker, breaker);
 
 fn into_handle(breaker: BudgetBreaker) -> *mut ab_budget_breaker {
     ffi::into_handle(ab_budget_breaker {
@@ -123,7 +126,7 @@ pub unsafe extern "C" fn ab_budget_breaker_ingest(
         let (b, event, out) = unsafe {
             (
                 ffi::handle(breaker, "breaker")?,
-                ffi::json(event_json, "event_json", false, Error::InvalidEvent)?,
+                ffi::json(event_json, "event_json", false, ArgKind::Event)?,
                 Out::new(out_halt_json, "out_halt_json")?,
             )
         };
@@ -144,17 +147,8 @@ pub unsafe extern "C" fn ab_budget_breaker_tick(
     breaker: *const ab_budget_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.tick())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.tick())) }
 }
 
 /// Writes the live snapshot as JSON to `*out_json`: `{"tasks": [{"taskId", "toolCalls",
@@ -168,17 +162,8 @@ pub unsafe extern "C" fn ab_budget_breaker_snapshot(
     breaker: *const ab_budget_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.snapshot())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.snapshot())) }
 }
 
 /// Forgets every task, the stack and the counters.
@@ -188,12 +173,8 @@ pub unsafe extern "C" fn ab_budget_breaker_snapshot(
 /// `breaker` is NULL or a live breaker.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_reset(breaker: *const ab_budget_breaker) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let b = unsafe { ffi::handle(breaker, "breaker") }?;
-        b.breaker.reset();
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(breaker, "breaker", |b| b.breaker.reset()) }
 }
 
 /// Adds a listener for `halt` events; writes its id (>= 1) to `*out_id`.
@@ -208,20 +189,8 @@ pub unsafe extern "C" fn ab_budget_breaker_add_listener(
     user_data: *mut c_void,
     out_id: *mut u64,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_id, "out_id")?,
-            )
-        };
-        let id = b
-            .listeners
-            .add(listener, user_data, |l| b.breaker.add_listener(l))?;
-        out.write(id);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::add(breaker, "breaker", listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
@@ -235,15 +204,6 @@ pub unsafe extern "C" fn ab_budget_breaker_remove_listener(
     id: u64,
     out_removed: *mut bool,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_removed, "out_removed")?,
-            )
-        };
-        out.write(b.listeners.remove(id, |l| b.breaker.remove_listener(l)));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::remove(breaker, "breaker", id, out_removed) }
 }

@@ -62,12 +62,8 @@ pub unsafe extern "C" fn ab_manual_clock_free(clock: *mut ab_manual_clock) {
 /// `clock` is NULL or a live clock.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_set(clock: *const ab_manual_clock, ms: u64) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let clock = unsafe { ffi::handle(clock, "clock") }?;
-        clock.clock.set(ms);
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(clock, "clock", |clock| clock.clock.set(ms)) }
 }
 
 /// Moves the time forward by `ms` (saturating).
@@ -80,12 +76,8 @@ pub unsafe extern "C" fn ab_manual_clock_advance(
     clock: *const ab_manual_clock,
     ms: u64,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let clock = unsafe { ffi::handle(clock, "clock") }?;
-        clock.clock.advance(ms);
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(clock, "clock", |clock| clock.clock.advance(ms)) }
 }
 
 /// Writes the current time (ms) to `*out_ms`.

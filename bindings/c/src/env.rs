@@ -2,7 +2,8 @@
 
 use std::ffi::c_char;
 
-use agentbreaker_core::{EnvConfig, Error, config_from_env_json, config_from_process_env};
+use agentbreaker_core::interop::ArgKind;
+use agentbreaker_core::{EnvConfig, config_from_env_json, config_from_process_env};
 
 use crate::ffi::{self, Out, Result, boundary};
 use crate::status::ab_status;
@@ -18,7 +19,7 @@ pub(crate) unsafe fn read_env(env_json: *const c_char) -> Result<EnvConfig> {
         return Ok(config_from_process_env());
     }
     // SAFETY: a non-NULL NUL-terminated string (this function's contract).
-    let env = unsafe { ffi::json(env_json, "env_json", false, Error::InvalidArgument) }?;
+    let env = unsafe { ffi::json(env_json, "env_json", false, ArgKind::Argument) }?;
     Ok(config_from_env_json(&env)?)
 }
 

@@ -2,10 +2,11 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
-use agentbreaker_core::{CallError, Error, FailureBreaker, FailureConfig};
+use agentbreaker_core::interop::ArgKind;
+use agentbreaker_core::{CallError, FailureBreaker, FailureConfig};
 
 use crate::ffi::{self, Out, boundary};
-use crate::listener::{ListenerTable, ab_listener_fn};
+use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::{ab_state, ab_status};
 
 /// A FailureBreaker (SPEC 2): consecutive failures open the circuit; after a cooldown a probe
@@ -16,6 +17,8 @@ pub struct ab_failure_breaker {
     breaker: FailureBreaker,
     listeners: ListenerTable,
 }
+
+listener::source!(ab_failure_breaker, breaker);
 
 /// The operation of a guarded call (`ab_failure_breaker_call`): returns NULL when it succeeded,
 /// or a NUL-terminated error text when it failed. The text must stay valid until
@@ -80,12 +83,8 @@ pub unsafe extern "C" fn ab_failure_breaker_free(breaker: *mut ab_failure_breake
 pub unsafe extern "C" fn ab_failure_breaker_record_success(
     breaker: *const ab_failure_breaker,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let b = unsafe { ffi::handle(breaker, "breaker") }?;
-        b.breaker.record_success();
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(breaker, "breaker", |b| b.breaker.record_success()) }
 }
 
 /// Records a failure with its error text (UTF-8; compared by `errorMatch` for the identical-error
@@ -118,17 +117,12 @@ pub unsafe extern "C" fn ab_failure_breaker_should_allow_operation(
     breaker: *const ab_failure_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.should_allow_operation())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::json_out(breaker, "breaker", out_json, |b| {
+            Ok(b.breaker.should_allow_operation())
+        })
+    }
 }
 
 /// The first half of a guarded call, for callers that run the operation themselves: `AB_OK` when
@@ -144,12 +138,8 @@ pub unsafe extern "C" fn ab_failure_breaker_should_allow_operation(
 pub unsafe extern "C" fn ab_failure_breaker_try_acquire(
     breaker: *const ab_failure_breaker,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let b = unsafe { ffi::handle(breaker, "breaker") }?;
-        b.breaker.try_acquire()?;
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(breaker, "breaker", |b| b.breaker.try_acquire()) }
 }
 
 /// A guarded call (SPEC 2): asks the breaker; when refused returns `AB_ERR_CIRCUIT_OPEN` (message
@@ -234,17 +224,8 @@ pub unsafe extern "C" fn ab_failure_breaker_get_status(
     breaker: *const ab_failure_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.status())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.status())) }
 }
 
 /// Writes the lifetime metrics as JSON to `*out_json`: `{"totalFailures", "totalSuccesses",
@@ -258,17 +239,8 @@ pub unsafe extern "C" fn ab_failure_breaker_metrics(
     breaker: *const ab_failure_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.metrics())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.metrics())) }
 }
 
 /// Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
@@ -278,12 +250,8 @@ pub unsafe extern "C" fn ab_failure_breaker_metrics(
 /// `breaker` is NULL or a live breaker.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_reset(breaker: *const ab_failure_breaker) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let b = unsafe { ffi::handle(breaker, "breaker") }?;
-        b.breaker.reset();
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(breaker, "breaker", |b| b.breaker.reset()) }
 }
 
 /// Writes the snapshot as JSON to `*out_json`: `{"version": 1, "kind": "failure", "state",
@@ -297,17 +265,8 @@ pub unsafe extern "C" fn ab_failure_breaker_snapshot(
     breaker: *const ab_failure_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.snapshot())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.snapshot())) }
 }
 
 /// Restores a snapshot given as JSON (OPEN stays OPEN with its `openedAt`; HALF_OPEN comes back
@@ -327,12 +286,7 @@ pub unsafe extern "C" fn ab_failure_breaker_restore(
         let (b, snapshot) = unsafe {
             (
                 ffi::handle(breaker, "breaker")?,
-                ffi::json(
-                    snapshot_json,
-                    "snapshot_json",
-                    false,
-                    Error::InvalidSnapshot,
-                )?,
+                ffi::json(snapshot_json, "snapshot_json", false, ArgKind::Snapshot)?,
             )
         };
         b.breaker.restore_json(&snapshot)?;
@@ -401,20 +355,8 @@ pub unsafe extern "C" fn ab_failure_breaker_add_listener(
     user_data: *mut c_void,
     out_id: *mut u64,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_id, "out_id")?,
-            )
-        };
-        let id = b
-            .listeners
-            .add(listener, user_data, |l| b.breaker.add_listener(l))?;
-        out.write(id);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::add(breaker, "breaker", listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
@@ -428,15 +370,6 @@ pub unsafe extern "C" fn ab_failure_breaker_remove_listener(
     id: u64,
     out_removed: *mut bool,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_removed, "out_removed")?,
-            )
-        };
-        out.write(b.listeners.remove(id, |l| b.breaker.remove_listener(l)));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::remove(breaker, "breaker", id, out_removed) }
 }

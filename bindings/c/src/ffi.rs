@@ -10,6 +10,7 @@ use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 
+use agentbreaker_core::interop::{self, ArgKind};
 use agentbreaker_core::{Error, SharedClock, SystemClock};
 use serde::Serialize;
 use serde_json::Value;
@@ -71,38 +72,19 @@ pub(crate) fn last_error_message() -> *const c_char {
         .unwrap_or(EMPTY.as_ptr().cast())
 }
 
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
-}
-
 /// Runs an entry point's body: a panic becomes `AB_ERR_INTERNAL`, an error its status; the
 /// thread-local last error is set (or cleared on success).
 pub(crate) fn boundary(body: impl FnOnce() -> Result<()>) -> ab_status {
-    let (status, message) = match catch_unwind(AssertUnwindSafe(body)) {
+    let (status, message) = match interop::catch(|| Ok(body())) {
         Ok(Ok(())) => {
             replace_last_error(None);
             return ab_status::AB_OK;
         }
-        Ok(Err(Failure::Core(e))) => (ab_status::of(&e), e.to_string()),
+        Ok(Err(Failure::Core(e))) | Err(e) => (ab_status::of(&e), e.to_string()),
         Ok(Err(Failure::Null(name))) => (
             ab_status::AB_ERR_NULL_ARG,
             format!("NULL_ARG: {name} must not be NULL"),
         ),
-        Err(payload) => {
-            let text = panic_text(&*payload);
-            // Dropping a payload can itself panic; never let that escape.
-            let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
-            (
-                ab_status::AB_ERR_INTERNAL,
-                format!("INTERNAL: panic: {text}"),
-            )
-        }
     };
     set_last_error(message);
     status
@@ -114,7 +96,7 @@ pub(crate) fn quietly(body: impl FnOnce()) {
 }
 
 fn invalid_utf8(name: &str, e: std::str::Utf8Error) -> Failure {
-    Failure::Core(Error::InvalidArgument(format!(
+    Failure::Core(ArgKind::Argument.error(format_args!(
         "{name} is not valid UTF-8 (invalid byte at offset {})",
         e.valid_up_to()
     )))
@@ -150,9 +132,9 @@ pub(crate) unsafe fn optional_text<'a>(
     unsafe { text(ptr, name) }.map(Some)
 }
 
-/// A JSON string argument; text that is not JSON is an error made by `invalid` (the code of the
-/// argument's kind: `INVALID_CONFIG` for configs, `INVALID_EVENT` for events, ...). NULL is
-/// `Value::Null` when `optional`, `AB_ERR_NULL_ARG` otherwise.
+/// A JSON string argument; text that is not JSON is an error of the argument's kind
+/// (`INVALID_CONFIG` for configs, `INVALID_EVENT` for events, ...). NULL is `Value::Null` when
+/// `optional`, `AB_ERR_NULL_ARG` otherwise.
 ///
 /// # Safety
 ///
@@ -161,14 +143,15 @@ pub(crate) unsafe fn json(
     ptr: *const c_char,
     name: &'static str,
     optional: bool,
-    invalid: fn(String) -> Error,
+    kind: ArgKind,
 ) -> Result<Value> {
     if ptr.is_null() && optional {
         return Ok(Value::Null);
     }
     // SAFETY: the caller's contract is the one `text` needs.
     let s = unsafe { text(ptr, name) }?;
-    serde_json::from_str(s).map_err(|e| Failure::Core(invalid(format!("{name} is not JSON: {e}"))))
+    serde_json::from_str(s)
+        .map_err(|e| Failure::Core(kind.error(format_args!("{name} is not JSON: {e}"))))
 }
 
 /// A config argument: a JSON string, NULL = all defaults; anything but JSON is `INVALID_CONFIG`.
@@ -178,7 +161,7 @@ pub(crate) unsafe fn json(
 /// As for [`text`].
 pub(crate) unsafe fn config(ptr: *const c_char) -> Result<Value> {
     // SAFETY: the caller's contract is the one `json` needs.
-    unsafe { json(ptr, "config_json", true, Error::InvalidConfig) }
+    unsafe { json(ptr, "config_json", true, ArgKind::Config) }
 }
 
 /// A handle argument.
@@ -226,6 +209,57 @@ impl<T> Out<T> {
         // does not drop the old value: C memory holds no Rust value to drop.
         unsafe { self.ptr.write(value) }
     }
+}
+
+/// The body of an entry point that reads a handle and writes `f`'s result as a JSON string to
+/// `*out_json`.
+///
+/// # Safety
+///
+/// `handle` is NULL or a live handle of this library; `out_json` is NULL or writable.
+pub(crate) unsafe fn json_out<H, T: Serialize>(
+    handle: *const H,
+    name: &'static str,
+    out_json: *mut *mut c_char,
+    f: impl FnOnce(&H) -> Result<T>,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (the caller's contract).
+        let (h, out) = unsafe { (self::handle(handle, name)?, Out::new(out_json, "out_json")?) };
+        out.write(json_string(&f(h)?)?);
+        Ok(())
+    })
+}
+
+/// What an operation on a handle returns: nothing, or a core result whose value is dropped.
+pub(crate) trait Done {
+    fn done(self) -> Result<()>;
+}
+
+impl Done for () {
+    fn done(self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl<T> Done for std::result::Result<T, Error> {
+    fn done(self) -> Result<()> {
+        self.map(drop).map_err(Failure::Core)
+    }
+}
+
+/// The body of an entry point that only acts on a handle.
+///
+/// # Safety
+///
+/// `handle` is NULL or a live handle of this library.
+pub(crate) unsafe fn with_handle<H, R: Done>(
+    handle: *const H,
+    name: &'static str,
+    f: impl FnOnce(&H) -> R,
+) -> ab_status {
+    // SAFETY: NULL or a live handle (the caller's contract).
+    boundary(|| f(unsafe { self::handle(handle, name) }?).done())
 }
 
 /// A value as a newly allocated JSON string for C (release with `ab_string_free`).

@@ -46,3 +46,5 @@ pub mod env;
 pub mod strategy;
 
 pub mod agent_loop;
+
+pub mod monitor;

@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use agentbreaker_core::{Event, Listener, ListenerId, ListenerResult};
 
-use crate::ffi::{Failure, Result};
+use crate::ffi::{self, Failure, Out, Result, boundary};
+use crate::status::ab_status;
 
 /// A listener: called with one event as a JSON string (`{"type":"stateChange","from":"CLOSED",
-/// "to":"OPEN","reason":"...","atMs":1000}`, `{"type":"warning","message":"...","atMs":0}` or
-/// `{"type":"halt","halt":{...},"atMs":0}`) and the `user_data` it was added with.
+/// "to":"OPEN","reason":"...","atMs":1000}`, `{"type":"warning","message":"...","atMs":0}`,
+/// `{"type":"halt","halt":{...},"atMs":0}` or a Monitor's `{"type":"verdict","action":"warn",...,
+/// "atMs":0}`) and the `user_data` it was added with.
 ///
 /// `event_json` is valid only during the call (copy it to keep it). The listener runs on the
 /// thread whose call caused the event (or on a thread already delivering events of that handle),
@@ -103,4 +105,74 @@ impl ListenerTable {
         };
         unregister(id)
     }
+}
+
+/// A handle with listeners: its table of C ids and its core object's listener methods.
+pub(crate) trait Source {
+    fn table(&self) -> &ListenerTable;
+    fn add(&self, listener: Listener) -> ListenerId;
+    fn remove(&self, id: ListenerId) -> bool;
+}
+
+/// `impl Source for $handle` whose core object is the field `$core` (and its table `listeners`).
+macro_rules! source {
+    ($handle:ty, $core:ident) => {
+        impl $crate::listener::Source for $handle {
+            fn table(&self) -> &$crate::listener::ListenerTable {
+                &self.listeners
+            }
+            fn add(&self, listener: agentbreaker_core::Listener) -> agentbreaker_core::ListenerId {
+                self.$core.add_listener(listener)
+            }
+            fn remove(&self, id: agentbreaker_core::ListenerId) -> bool {
+                self.$core.remove_listener(id)
+            }
+        }
+    };
+}
+pub(crate) use source;
+
+/// The body of every `ab_<type>_add_listener`: registers `listener`, writes its id to `*out_id`.
+///
+/// # Safety
+///
+/// `handle` is NULL or a live handle; `listener` is NULL or a function as `ab_listener_fn`
+/// describes; `out_id` is NULL or writable.
+pub(crate) unsafe fn add<H: Source>(
+    handle: *const H,
+    name: &'static str,
+    listener: ab_listener_fn,
+    user_data: *mut c_void,
+    out_id: *mut u64,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (the caller's contract).
+        let (h, out) = unsafe { (ffi::handle(handle, name)?, Out::new(out_id, "out_id")?) };
+        out.write(h.table().add(listener, user_data, |l| h.add(l))?);
+        Ok(())
+    })
+}
+
+/// The body of every `ab_<type>_remove_listener`: writes whether `id` was registered.
+///
+/// # Safety
+///
+/// `handle` is NULL or a live handle; `out_removed` is NULL or writable.
+pub(crate) unsafe fn remove<H: Source>(
+    handle: *const H,
+    name: &'static str,
+    id: u64,
+    out_removed: *mut bool,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (the caller's contract).
+        let (h, out) = unsafe {
+            (
+                ffi::handle(handle, name)?,
+                Out::new(out_removed, "out_removed")?,
+            )
+        };
+        out.write(h.table().remove(id, |l| h.remove(l)));
+        Ok(())
+    })
 }

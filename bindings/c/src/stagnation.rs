@@ -2,11 +2,12 @@
 
 use std::ffi::{c_char, c_void};
 
-use agentbreaker_core::{AgentStep, Error, IterationMetrics, StagnationBreaker, StagnationConfig};
+use agentbreaker_core::interop::ArgKind;
+use agentbreaker_core::{AgentStep, IterationMetrics, StagnationBreaker, StagnationConfig};
 
 use crate::clock::ab_manual_clock;
 use crate::ffi::{self, Out, boundary};
-use crate::listener::{ListenerTable, ab_listener_fn};
+use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::{ab_state, ab_status};
 
 /// A StagnationBreaker (SPEC 3): watches a loop's iterations for no progress, the same error
@@ -18,6 +19,8 @@ pub struct ab_stagnation_breaker {
     breaker: StagnationBreaker,
     listeners: ListenerTable,
 }
+
+listener::source!(ab_stagnation_breaker, breaker);
 
 /// Creates a StagnationBreaker from a JSON config (`{"noProgressThreshold": 3,
 /// "sameErrorThreshold": 5, "outputDeclineThreshold": 70, "errorMatch": "normalized"}`; NULL =
@@ -81,7 +84,7 @@ pub unsafe extern "C" fn ab_stagnation_breaker_record_progress(
         let (b, metrics) = unsafe {
             (
                 ffi::handle(breaker, "breaker")?,
-                ffi::json(metrics_json, "metrics_json", false, Error::InvalidArgument)?,
+                ffi::json(metrics_json, "metrics_json", false, ArgKind::Argument)?,
             )
         };
         b.breaker
@@ -127,7 +130,7 @@ pub unsafe extern "C" fn ab_stagnation_breaker_record_step(
         let (b, step) = unsafe {
             (
                 ffi::handle(breaker, "breaker")?,
-                ffi::json(step_json, "step_json", false, Error::InvalidArgument)?,
+                ffi::json(step_json, "step_json", false, ArgKind::Argument)?,
             )
         };
         b.breaker.record_step(&AgentStep::from_json(&step)?);
@@ -146,17 +149,8 @@ pub unsafe extern "C" fn ab_stagnation_breaker_check(
     breaker: *const ab_stagnation_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.check())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.check())) }
 }
 
 /// Writes the current state to `*out_state`.
@@ -193,17 +187,8 @@ pub unsafe extern "C" fn ab_stagnation_breaker_get_status(
     breaker: *const ab_stagnation_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.status())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.status())) }
 }
 
 /// Back to CLOSED with every counter cleared.
@@ -215,12 +200,8 @@ pub unsafe extern "C" fn ab_stagnation_breaker_get_status(
 pub unsafe extern "C" fn ab_stagnation_breaker_reset(
     breaker: *const ab_stagnation_breaker,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let b = unsafe { ffi::handle(breaker, "breaker") }?;
-        b.breaker.reset();
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(breaker, "breaker", |b| b.breaker.reset()) }
 }
 
 /// Writes the snapshot as JSON to `*out_json` (`{"version": 1, "kind": "stagnation", ...}`).
@@ -233,17 +214,8 @@ pub unsafe extern "C" fn ab_stagnation_breaker_snapshot(
     breaker: *const ab_stagnation_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::json_string(&b.breaker.snapshot())?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.snapshot())) }
 }
 
 /// Restores a snapshot given as JSON (OPEN stays OPEN; HALF_OPEN comes back CLOSED).
@@ -262,12 +234,7 @@ pub unsafe extern "C" fn ab_stagnation_breaker_restore(
         let (b, snapshot) = unsafe {
             (
                 ffi::handle(breaker, "breaker")?,
-                ffi::json(
-                    snapshot_json,
-                    "snapshot_json",
-                    false,
-                    Error::InvalidSnapshot,
-                )?,
+                ffi::json(snapshot_json, "snapshot_json", false, ArgKind::Snapshot)?,
             )
         };
         b.breaker.restore_json(&snapshot)?;
@@ -287,20 +254,8 @@ pub unsafe extern "C" fn ab_stagnation_breaker_add_listener(
     user_data: *mut c_void,
     out_id: *mut u64,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_id, "out_id")?,
-            )
-        };
-        let id = b
-            .listeners
-            .add(listener, user_data, |l| b.breaker.add_listener(l))?;
-        out.write(id);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::add(breaker, "breaker", listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
@@ -314,15 +269,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_remove_listener(
     id: u64,
     out_removed: *mut bool,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_removed, "out_removed")?,
-            )
-        };
-        out.write(b.listeners.remove(id, |l| b.breaker.remove_listener(l)));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::remove(breaker, "breaker", id, out_removed) }
 }

@@ -33,6 +33,9 @@ pub enum ab_status {
     AB_ERR_INTERNAL = 6,
     /// `CIRCUIT_OPEN`: a guarded call was refused; the message is the refusal message.
     AB_ERR_CIRCUIT_OPEN = 7,
+    /// `HALTED`: a Monitor halted the task (the core's code for a halt that stops the caller's
+    /// code; `ab_monitor_observe` itself returns halts as verdicts, with `AB_OK`).
+    AB_ERR_HALTED = 8,
     /// `NULL_ARG`: a required pointer argument was NULL.
     AB_ERR_NULL_ARG = 100,
 }
@@ -47,6 +50,7 @@ impl ab_status {
             4 => ab_status::AB_ERR_INVALID_SNAPSHOT,
             5 => ab_status::AB_ERR_IO,
             7 => ab_status::AB_ERR_CIRCUIT_OPEN,
+            8 => ab_status::AB_ERR_HALTED,
             _ => ab_status::AB_ERR_INTERNAL,
         }
     }
@@ -77,7 +81,8 @@ impl From<State> for ab_state {
 }
 
 /// The stable code string of a status value: `"OK"`, `"INVALID_CONFIG"`, `"INVALID_ARGUMENT"`,
-/// `"INVALID_EVENT"`, `"INVALID_SNAPSHOT"`, `"IO"`, `"INTERNAL"`, `"CIRCUIT_OPEN"`, `"NULL_ARG"`,
+/// `"INVALID_EVENT"`, `"INVALID_SNAPSHOT"`, `"IO"`, `"INTERNAL"`, `"CIRCUIT_OPEN"`, `"HALTED"`,
+/// `"NULL_ARG"`,
 /// or `"UNKNOWN"` for any other number. The string is static: do not free it.
 #[unsafe(no_mangle)]
 pub extern "C" fn ab_status_code(status: i32) -> *const c_char {
@@ -90,6 +95,7 @@ pub extern "C" fn ab_status_code(status: i32) -> *const c_char {
         5 => b"IO\0",
         6 => b"INTERNAL\0",
         7 => b"CIRCUIT_OPEN\0",
+        8 => b"HALTED\0",
         100 => b"NULL_ARG\0",
         _ => b"UNKNOWN\0",
     };
@@ -150,6 +156,7 @@ mod tests {
             Error::Io(String::new()),
             Error::Internal(String::new()),
             Error::CircuitOpen(String::new()),
+            Error::Halted(String::new()),
         ];
         for (i, e) in errors.iter().enumerate() {
             let status = ab_status::of(e);
@@ -160,7 +167,7 @@ mod tests {
         assert_eq!(code(ab_status::AB_OK as i32), "OK");
         assert_eq!(code(ab_status::AB_ERR_NULL_ARG as i32), "NULL_ARG");
         assert_eq!(code(-1), "UNKNOWN");
-        assert_eq!(code(8), "UNKNOWN");
+        assert_eq!(code(9), "UNKNOWN");
     }
 
     #[test]

@@ -2,12 +2,13 @@
 
 use std::ffi::{c_char, c_void};
 
-use agentbreaker_core::{ExitStrategy, State, StrategyConfig, analyze};
+use agentbreaker_core::interop;
+use agentbreaker_core::{ExitStrategy, StrategyConfig, analyze};
 use serde_json::json;
 
 use crate::clock::ab_manual_clock;
 use crate::ffi::{self, Out, boundary};
-use crate::listener::{ListenerTable, ab_listener_fn};
+use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::ab_status;
 
 /// Analyzes an agent's response text (UTF-8) and writes the analysis as JSON to `*out_json`:
@@ -36,6 +37,8 @@ pub struct ab_exit_strategy {
     strategy: ExitStrategy,
     listeners: ListenerTable,
 }
+
+listener::source!(ab_exit_strategy, strategy);
 
 fn new_strategy(
     config: StrategyConfig,
@@ -175,11 +178,9 @@ pub unsafe extern "C" fn ab_exit_strategy_should_exit(
                 Out::new(out_json, "out_json")?,
             )
         };
-        let state = match state {
-            Some(s) => s.parse::<State>()?,
-            None => State::Closed,
-        };
-        let decision = s.strategy.should_exit(&analyze(text), state);
+        let decision = s
+            .strategy
+            .should_exit(&analyze(text), interop::state(state)?);
         out.write(ffi::json_string(&decision)?);
         Ok(())
     })
@@ -219,12 +220,8 @@ pub unsafe extern "C" fn ab_exit_strategy_plan_status(
 /// `strategy` is NULL or a live strategy.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_reset(strategy: *const ab_exit_strategy) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or a live handle (this function's contract).
-        let s = unsafe { ffi::handle(strategy, "strategy") }?;
-        s.strategy.reset();
-        Ok(())
-    })
+    // SAFETY: NULL or a live handle (this function's contract).
+    unsafe { ffi::with_handle(strategy, "strategy", |s| s.strategy.reset()) }
 }
 
 /// Adds a listener for `warning` events (a fix plan skipping a step); writes its id (>= 1) to
@@ -240,20 +237,8 @@ pub unsafe extern "C" fn ab_exit_strategy_add_listener(
     user_data: *mut c_void,
     out_id: *mut u64,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (s, out) = unsafe {
-            (
-                ffi::handle(strategy, "strategy")?,
-                Out::new(out_id, "out_id")?,
-            )
-        };
-        let id = s
-            .listeners
-            .add(listener, user_data, |l| s.strategy.add_listener(l))?;
-        out.write(id);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::add(strategy, "strategy", listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
@@ -267,15 +252,6 @@ pub unsafe extern "C" fn ab_exit_strategy_remove_listener(
     id: u64,
     out_removed: *mut bool,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (s, out) = unsafe {
-            (
-                ffi::handle(strategy, "strategy")?,
-                Out::new(out_removed, "out_removed")?,
-            )
-        };
-        out.write(s.listeners.remove(id, |l| s.strategy.remove_listener(l)));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { listener::remove(strategy, "strategy", id, out_removed) }
 }

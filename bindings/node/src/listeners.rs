@@ -106,6 +106,7 @@ fn event_type(event: &Event) -> &'static str {
         Event::StateChange { .. } => "stateChange",
         Event::Warning { .. } => "warning",
         Event::Halt { .. } => "halt",
+        Event::Verdict { .. } => "verdict",
     }
 }
 
