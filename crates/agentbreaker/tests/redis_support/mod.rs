@@ -21,6 +21,8 @@ pub struct RedisServer {
     pub port: u16,
     dir: tempfile::TempDir,
     args: Vec<String>,
+    /// With TLS: the CA certificate clients must trust (the server speaks only TLS).
+    pub tls_ca: Option<PathBuf>,
 }
 
 fn free_port() -> u16 {
@@ -51,6 +53,94 @@ impl RedisServer {
             port: free_port(),
             dir: tempfile::tempdir().unwrap(),
             args: args.iter().map(|a| a.to_string()).collect(),
+            tls_ca: None,
+        };
+        server.spawn();
+        server
+    }
+
+    /// A server that speaks only TLS, with a throw-away CA and a certificate for 127.0.0.1
+    /// (made with the openssl command).
+    pub fn start_tls() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .output()
+                .expect("openssl");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        std::fs::write(p("ext.cnf"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &p("ca.key"),
+            "-out",
+            &p("ca.crt"),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=agentbreaker test CA",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &p("server.key"),
+            "-out",
+            &p("server.csr"),
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &p("server.csr"),
+            "-CA",
+            &p("ca.crt"),
+            "-CAkey",
+            &p("ca.key"),
+            "-CAcreateserial",
+            "-out",
+            &p("server.crt"),
+            "-days",
+            "2",
+            "-extfile",
+            &p("ext.cnf"),
+        ]);
+        let port = free_port();
+        let mut server = RedisServer {
+            child: None,
+            paused: false,
+            port,
+            args: vec![
+                "--port".into(),
+                "0".into(),
+                "--tls-port".into(),
+                port.to_string(),
+                "--tls-cert-file".into(),
+                p("server.crt"),
+                "--tls-key-file".into(),
+                p("server.key"),
+                "--tls-ca-cert-file".into(),
+                p("ca.crt"),
+                "--tls-auth-clients".into(),
+                "no".into(),
+            ],
+            tls_ca: Some(dir.path().join("ca.crt")),
+            dir,
         };
         server.spawn();
         server
@@ -80,10 +170,8 @@ impl RedisServer {
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-                && self.cli(&["PING"]).contains("PONG")
-                || self.cli(&["PING"]).contains("NOAUTH")
-            {
+            let answer = self.cli(&["PING"]);
+            if answer.contains("PONG") || answer.contains("NOAUTH") {
                 return;
             }
             assert!(
@@ -95,9 +183,25 @@ impl RedisServer {
         }
     }
 
-    /// `redis://127.0.0.1:<port>/0`.
+    /// `redis://127.0.0.1:<port>/0` (`rediss://` with TLS).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
+        let scheme = if self.tls_ca.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://127.0.0.1:{}/0", self.port)
+    }
+
+    /// How many EVALSHA calls the server has run (INFO commandstats).
+    pub fn evalsha_calls(&self) -> u64 {
+        self.cli(&["INFO", "commandstats"])
+            .lines()
+            .find(|l| l.starts_with("cmdstat_evalsha:"))
+            .and_then(|l| l.split("calls=").nth(1))
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
     }
 
     /// Runs redis-cli against the server (with `-a` when the server needs a password) and
@@ -105,6 +209,9 @@ impl RedisServer {
     pub fn cli(&self, args: &[&str]) -> String {
         let mut cmd = Command::new("redis-cli");
         cmd.args(["-p", &self.port.to_string()]);
+        if let Some(ca) = &self.tls_ca {
+            cmd.arg("--tls").arg("--cacert").arg(ca);
+        }
         if let Some(i) = self.args.iter().position(|a| a == "--requirepass") {
             cmd.args(["--no-auth-warning", "-a", &self.args[i + 1]]);
         }
