@@ -291,8 +291,14 @@ fn replay_run(run: &Run, settings: &Settings) -> Result<Option<Halted>, String> 
         .map_err(|e| e.to_string())?;
     let stagnation = StagnationBreaker::with_clock(settings.stagnation.clone(), shared.clone())
         .map_err(|e| e.to_string())?;
-    let failure =
-        FailureBreaker::with_clock(settings.failure.clone(), shared).map_err(|e| e.to_string())?;
+    // An evaluation replays recorded runs offline: each gets a breaker of its own, never a
+    // shared circuit in a store.
+    let offline = agentbreaker::FailureConfig {
+        store: None,
+        key: None,
+        ..settings.failure.clone()
+    };
+    let failure = FailureBreaker::with_clock(offline, shared).map_err(|e| e.to_string())?;
     let first_ts = run.steps.iter().find_map(|s| s.ts_ms);
     let mut best_tests = 0u64;
     let halted = |by: &str, step: &Step| {

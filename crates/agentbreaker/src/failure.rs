@@ -27,7 +27,7 @@ use crate::text::cap_error;
 #[cfg(feature = "redis")]
 mod shared;
 #[cfg(feature = "redis")]
-pub use shared::{STORE_REFUSAL, failure_keys};
+pub use shared::{STORE_REFUSAL, failure_keys, store_scripts};
 
 /// The message of the call that moves OPEN to HALF_OPEN (and of a re-granted probe).
 pub const PROBE_GRANTED: &str = "Circuit breaker testing - one operation allowed";
@@ -972,7 +972,7 @@ impl FailureBreaker {
         F: FnOnce() -> Result<T, E>,
     {
         // CLOSED grants without side effects: skip building the permission.
-        if self.fast.state() != State::Closed {
+        if self.fast.state() != State::Closed && !self.shared_closed() {
             self.try_acquire().map_err(CallError::Rejected)?;
         }
         match catch_unwind(AssertUnwindSafe(f)) {
@@ -989,6 +989,16 @@ impl FailureBreaker {
                 resume_unwind(panic)
             }
         }
+    }
+
+    /// With a store: CLOSED as far as this process knows (a permission needs no round trip).
+    #[inline]
+    fn shared_closed(&self) -> bool {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            return shared.closed();
+        }
+        false
     }
 
     crate::events::listener_methods!("`stateChange` and `warning`");

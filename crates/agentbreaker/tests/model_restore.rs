@@ -108,6 +108,7 @@ fn fconfig() -> impl Strategy<Value = FailureConfig> {
                     probe_timeout_ms: probe_timeout,
                     error_match: ErrorMatch::Normalized,
                     state_path: None,
+                    ..FailureConfig::default()
                 }
             },
         )

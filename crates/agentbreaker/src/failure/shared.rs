@@ -73,6 +73,16 @@ fn sources() -> Vec<String> {
         .collect()
 }
 
+/// The FailureBreaker's Lua scripts by name (`read`, `failure`, `success`, `permit`, `reset`,
+/// `restore`), as the breaker loads them: for operators who want to look at them or load them
+/// in advance, and for benchmarks that run them directly.
+pub fn store_scripts() -> Vec<(&'static str, String)> {
+    ["read", "failure", "success", "permit", "reset", "restore"]
+        .into_iter()
+        .zip(sources())
+        .collect()
+}
+
 /// The part of a script reply every script returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Summary {

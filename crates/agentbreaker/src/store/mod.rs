@@ -83,6 +83,7 @@ impl StoreUrl {
 
     /// The password and user name (percent-decoded too), for scrubbing messages that come from
     /// elsewhere (a client library, the server). Empty when the URL has none.
+    #[cfg(any(feature = "redis", test))]
     pub(crate) fn secrets(&self) -> Vec<String> {
         let Ok(parts) = UrlParts::parse(&self.0) else {
             // A malformed URL is never quoted, so there is nothing to scrub.
@@ -114,6 +115,7 @@ impl fmt::Display for StoreUrl {
 
 /// Replaces every occurrence of a secret in `text` with `***`. Secrets shorter than 4 bytes are
 /// left alone (they would match ordinary words); a password that short is not a secret anyway.
+#[cfg(any(feature = "redis", test))]
 pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     for s in secrets.iter().filter(|s| s.len() >= 4) {
@@ -124,6 +126,7 @@ pub(crate) fn scrub(text: &str, secrets: &[String]) -> String {
     out
 }
 
+#[cfg(any(feature = "redis", test))]
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -143,6 +146,7 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+#[cfg(any(feature = "redis", test))]
 fn hex(b: u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),
