@@ -661,3 +661,56 @@ fn tls() {
         assert_eq!(warnings(&seen).len(), 1);
     }
 }
+
+/// docs/distributed.md lists the Redis permissions a breaker needs; an ACL user with exactly
+/// those, on the key's names only, can do everything.
+#[test]
+#[ignore = "needs redis-server: run by make test-redis"]
+fn the_documented_acl_permissions_suffice() {
+    let server = RedisServer::start_with(&[
+        "--user",
+        "narrow",
+        "on",
+        ">narrow-Pa55",
+        "~acl:failure*",
+        "&acl:failure:events",
+        "+evalsha",
+        "+script|load",
+        "+subscribe",
+        "+ping",
+        "+select",
+        "+type",
+        "+hmget",
+        "+hset",
+        "+rpush",
+        "+ltrim",
+        "+lrange",
+        "+llen",
+        "+lindex",
+        "+lpop",
+        "+del",
+        "+publish",
+    ]);
+    let url = format!("redis://narrow:narrow-Pa55@127.0.0.1:{}/0", server.port);
+    let clock = ManualClock::shared(0);
+    let (a, seen) = breaker(config(&url, "acl"), &clock);
+    let (b, _) = breaker(config(&url, "acl"), &clock);
+    for _ in 0..5 {
+        a.record_failure("x");
+    }
+    assert!(eventually(Duration::from_millis(500), || b.state() == State::Open));
+    clock.set(30_000);
+    assert!(b.should_allow_operation().allowed);
+    assert!(!a.should_allow_operation().allowed);
+    b.record_success();
+    let snapshot = a.snapshot();
+    a.reset();
+    a.restore(&snapshot).unwrap();
+    assert_eq!(b.status().trips, 1);
+    assert_eq!(a.store_status().unwrap().outages, 0);
+    assert_eq!(b.store_status().unwrap().outages, 0);
+    assert!(warnings(&seen).is_empty());
+    // Another prefix is out of the user's reach: a refusal at construction.
+    let e = FailureBreaker::with_clock(config(&url, "other"), clock.clone()).unwrap_err();
+    assert_eq!(e.code(), "IO", "{e}");
+}
