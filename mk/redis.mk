@@ -27,7 +27,7 @@ STORE_REPEATS ?= 5
 .PHONY: test-redis lint-redis reliability-redis bench-redis
 
 test-redis:
-	$(call apt_install,redis-server)
+	$(call apt_install,redis-server openssl)
 	$(CARGO) test -p agentbreaker --test redis_store -- --ignored
 	$(CARGO) test -p agentbreaker --test redis_fleet -- --ignored --test-threads=1 --nocapture
 	tools/with_redis.sh sh -c 'AGENTBREAKER_CONFORMANCE_STORE=$$AGENTBREAKER_REDIS_URL \
@@ -37,7 +37,7 @@ lint-redis:
 	$(CARGO) clippy -p agentbreaker --no-default-features --all-targets -- -D warnings
 
 reliability-redis:
-	$(call apt_install,redis-server)
+	$(call apt_install,redis-server openssl)
 	@echo "== 8 processes x $(FLEET_OUTCOMES) outcomes, $(FAULT_ROUNDS) rounds of faults"
 	AGENTBREAKER_FLEET_OUTCOMES=$(FLEET_OUTCOMES) AGENTBREAKER_FLEET_FAULT_ROUNDS=$(FAULT_ROUNDS) \
 	  $(CARGO) test -p agentbreaker --test redis_fleet -- --ignored --test-threads=1 --nocapture
