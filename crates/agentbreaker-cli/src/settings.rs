@@ -300,7 +300,7 @@ impl Settings {
             "profile": self.profile,
             "budget": self.budget,
             "stagnation": self.stagnation,
-            "failure": self.failure,
+            "failure": printed_failure(&self.failure),
             "monitor": {
                 "warnBefore": self.warn_before,
                 "budgetWarnPercent": self.budget_warn_percent,
@@ -311,7 +311,8 @@ impl Settings {
         })
     }
 
-    /// The effective configuration as a TOML file (it can be saved as `agentbreaker.toml`).
+    /// The effective configuration as a TOML file (it can be saved as `agentbreaker.toml`; a
+    /// store URL's password is printed as `***`).
     /// TOML has no null: unset optional keys are left out, which reads back as unset.
     pub fn to_toml(&self) -> String {
         let mut doc = self.to_json();
@@ -365,6 +366,15 @@ fn section<'a>(
         ));
     }
     Ok(table)
+}
+
+/// The FailureBreaker section as printed: a store URL without its password.
+fn printed_failure(config: &FailureConfig) -> Value {
+    let mut value = serde_json::to_value(config).unwrap_or(Value::Null);
+    if let (Some(url), Value::Object(map)) = (&config.store, &mut value) {
+        map.insert("store".into(), Value::String(url.redacted()));
+    }
+    value
 }
 
 #[cfg(test)]
@@ -444,6 +454,23 @@ mod tests {
             [("", "")],
         );
         assert!(missing.is_err());
+    }
+
+    #[test]
+    fn a_store_password_is_not_printed() {
+        let s = load_text(
+            "[failure]\nstore = \"redis://:Pr1nt-me-not@cache:6380/1\"\nkey = \"tool:search\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            s.failure.store.as_ref().map(|u| u.as_secret_str()),
+            Some("redis://:Pr1nt-me-not@cache:6380/1")
+        );
+        let text = s.to_toml();
+        assert!(!text.contains("Pr1nt-me-not"), "{text}");
+        assert!(text.contains("redis://:***@cache:6380/1"), "{text}");
+        assert!(!s.to_json().to_string().contains("Pr1nt-me-not"));
     }
 
     #[test]

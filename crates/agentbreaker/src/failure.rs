@@ -19,7 +19,15 @@ use crate::fingerprint::{ErrorMatch, fingerprint};
 use crate::interop::{config_from_value, panic_message};
 use crate::persist;
 use crate::state::State;
+#[cfg(feature = "redis")]
+pub use crate::store::StoreStatus;
+use crate::store::{DEFAULT_STORE_TIMEOUT_MS, MAX_STORE_TIMEOUT_MS, StoreFailure, StoreUrl};
 use crate::text::cap_error;
+
+#[cfg(feature = "redis")]
+mod shared;
+#[cfg(feature = "redis")]
+pub use shared::{STORE_REFUSAL, failure_keys, store_scripts};
 
 /// The message of the call that moves OPEN to HALF_OPEN (and of a re-granted probe).
 pub const PROBE_GRANTED: &str = "Circuit breaker testing - one operation allowed";
@@ -55,6 +63,16 @@ pub struct FailureConfig {
     pub error_match: ErrorMatch,
     /// When set, state is loaded from this file at construction and saved on every transition.
     pub state_path: Option<PathBuf>,
+    /// A Redis URL (`redis://[[user]:password@]host[:port][/db]`, or `rediss://` for TLS): the
+    /// state lives there under `key`, one circuit for every process that uses the same store and
+    /// key (SPEC 12, docs/distributed.md). Needs the `redis` feature.
+    pub store: Option<StoreUrl>,
+    /// The key prefix of the shared state; required with `store`.
+    pub key: Option<String>,
+    /// The longest a call waits for the store, in ms (1 to 60 000). Default 50.
+    pub store_timeout_ms: u64,
+    /// What the breaker does while the store cannot be reached. Default `open`.
+    pub store_failure: StoreFailure,
 }
 
 impl Default for FailureConfig {
@@ -71,6 +89,10 @@ impl Default for FailureConfig {
             probe_timeout_ms: 30_000,
             error_match: ErrorMatch::Normalized,
             state_path: None,
+            store: None,
+            key: None,
+            store_timeout_ms: DEFAULT_STORE_TIMEOUT_MS,
+            store_failure: StoreFailure::Open,
         }
     }
 }
@@ -113,6 +135,42 @@ impl FailureConfig {
         }
         if self.probe_timeout_ms < 1 {
             return Err(Error::config("probeTimeoutMs must be >= 1"));
+        }
+        self.validate_store()
+    }
+
+    fn validate_store(&self) -> Result<()> {
+        if !(1..=MAX_STORE_TIMEOUT_MS).contains(&self.store_timeout_ms) {
+            return Err(Error::config(format_args!(
+                "storeTimeoutMs must be from 1 to {MAX_STORE_TIMEOUT_MS}"
+            )));
+        }
+        let Some(url) = &self.store else {
+            if self.key.is_some() {
+                return Err(Error::config(
+                    "key names the shared state in a store: it needs store",
+                ));
+            }
+            return Ok(());
+        };
+        if !cfg!(feature = "redis") {
+            return Err(Error::config(
+                "store needs agentbreaker built with the `redis` feature",
+            ));
+        }
+        url.validate()?;
+        match &self.key {
+            None => {
+                return Err(Error::config(
+                    "store needs key (the key prefix of the shared state)",
+                ));
+            }
+            Some(key) => crate::store::validate_key(key)?,
+        }
+        if self.state_path.is_some() {
+            return Err(Error::config(
+                "statePath and store exclude each other: with store the state lives in the store",
+            ));
         }
         Ok(())
     }
@@ -292,6 +350,9 @@ struct Fast {
     pending: AtomicBool,
     /// Lifetime successes (a metric, kept outside the lock so the fast path can count).
     successes: AtomicU64,
+    /// The state lives in a store: the mirrors stay at "not CLOSED" so that every call leaves
+    /// the local fast path (the store's view has fast paths of its own).
+    pinned: bool,
 }
 
 impl Fast {
@@ -304,6 +365,9 @@ impl Fast {
     }
 
     fn sync(&self, inner: &Inner) {
+        if self.pinned {
+            return;
+        }
         let pending = inner.consecutive_failures > 0 || inner.identical_run.is_some();
         self.pending.store(pending, Ordering::SeqCst);
         let code = match inner.state {
@@ -362,6 +426,9 @@ pub struct FailureBreaker {
     fast: Fast,
     listeners: Listeners,
     state_file: Option<StateFile>,
+    /// The shared state, with `store`.
+    #[cfg(feature = "redis")]
+    shared: Option<shared::Shared>,
 }
 
 impl fmt::Debug for FailureBreaker {
@@ -380,21 +447,40 @@ impl FailureBreaker {
     }
 
     /// A breaker reading time from `clock`. With `state_path`, the file is loaded now (a missing
-    /// file is a fresh breaker, a corrupt one `INVALID_SNAPSHOT`).
+    /// file is a fresh breaker, a corrupt one `INVALID_SNAPSHOT`). With `store`, the breaker
+    /// connects and reads the shared state, waiting at most `storeTimeoutMs`: credentials the
+    /// server refuses or a key of another type are `IO`; no answer in time is an outage
+    /// (`storeFailure` decides until the store answers).
     pub fn with_clock(config: FailureConfig, clock: SharedClock) -> Result<Self> {
         config.validate()?;
         let state_file = config.state_path.clone().map(|path| StateFile {
             path,
             last_written: Mutex::new(0),
         });
+        let warning_threshold = config.effective_warning_threshold();
+        #[cfg(feature = "redis")]
+        let shared = match config.store {
+            Some(_) => Some(shared::Shared::start(&config, warning_threshold)?),
+            None => None,
+        };
+        #[cfg(feature = "redis")]
+        let fast = Fast {
+            pinned: shared.is_some(),
+            state: AtomicU8::new(if shared.is_some() { 2 } else { 0 }),
+            ..Fast::default()
+        };
+        #[cfg(not(feature = "redis"))]
+        let fast = Fast::default();
         let breaker = FailureBreaker {
-            warning_threshold: config.effective_warning_threshold(),
+            warning_threshold,
             config,
             clock,
             inner: Mutex::new(Inner::default()),
-            fast: Fast::default(),
+            fast,
             listeners: Listeners::default(),
             state_file,
+            #[cfg(feature = "redis")]
+            shared,
         };
         if let Some(file) = &breaker.state_file {
             breaker.load(&file.path)?;
@@ -481,6 +567,10 @@ impl FailureBreaker {
         if self.fast.idle_closed() {
             return;
         }
+        #[cfg(feature = "redis")]
+        if self.shared.is_some() && self.shared_record_success() {
+            return;
+        }
         let now = self.clock.now_ms();
         let mut after = After::default();
         {
@@ -508,10 +598,14 @@ impl FailureBreaker {
 
     /// Records a failure with its error text (cut to 4096 bytes).
     pub fn record_failure(&self, error: &str) {
-        let now = self.clock.now_ms();
         let error = cap_error(error);
         let fp = (self.config.identical_error_threshold > 0)
             .then(|| fingerprint(error, self.config.error_match));
+        #[cfg(feature = "redis")]
+        if self.shared.is_some() && self.shared_record_failure(error, fp.as_deref()) {
+            return;
+        }
+        let now = self.clock.now_ms();
         let mut after = After::default();
         {
             let mut inner = self.lock();
@@ -615,6 +709,12 @@ impl FailureBreaker {
                 message: None,
             };
         }
+        #[cfg(feature = "redis")]
+        if self.shared.is_some()
+            && let Some(permission) = self.shared_permission()
+        {
+            return permission;
+        }
         let mut inner = self.lock();
         if inner.state == State::Closed {
             return Permission {
@@ -680,13 +780,32 @@ impl FailureBreaker {
         }
     }
 
-    /// The current state (without the lazy OPEN→HALF_OPEN move).
+    /// The current state (without the lazy OPEN→HALF_OPEN move). With a store, the shared
+    /// state as this process last heard of it (at most one pub/sub delivery old), or the local
+    /// breaker's while it has taken over.
     pub fn state(&self) -> State {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            return shared.state().unwrap_or_else(|| self.lock().state);
+        }
         self.fast.state()
     }
 
-    /// The status object of SPEC 2.
+    /// With a store: where the state lives now (shared, local, refusing), the URL without its
+    /// password, the key, the outages so far and the last error. `None` without a store.
+    #[cfg(feature = "redis")]
+    pub fn store_status(&self) -> Option<StoreStatus> {
+        self.shared.as_ref().map(|_| self.shared_store_status())
+    }
+
+    /// The status object of SPEC 2. With a store it is read from the store (one round trip).
     pub fn status(&self) -> FailureStatus {
+        #[cfg(feature = "redis")]
+        if self.shared.is_some()
+            && let Some(status) = self.shared_status()
+        {
+            return status;
+        }
         let now = self.clock.now_ms();
         let inner = self.lock();
         let cooldown = self.config.cooldown_at(inner.backoff_level);
@@ -728,8 +847,13 @@ impl FailureBreaker {
         }
     }
 
-    /// Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
+    /// Back to CLOSED with zeroed counters, history and backoff; metrics keep counting. With a
+    /// store this resets the shared state, for every process.
     pub fn reset(&self) {
+        #[cfg(feature = "redis")]
+        if self.shared.is_some() && self.shared_reset() {
+            return;
+        }
         let now = self.clock.now_ms();
         let mut after = After::default();
         {
@@ -744,8 +868,14 @@ impl FailureBreaker {
         self.finish(after);
     }
 
-    /// The persistent form of the current state.
+    /// The persistent form of the current state (with a store: of the shared state).
     pub fn snapshot(&self) -> FailureSnapshot {
+        #[cfg(feature = "redis")]
+        if self.shared.is_some()
+            && let Some(snapshot) = self.shared_snapshot()
+        {
+            return snapshot;
+        }
         snapshot_of(&self.lock())
     }
 
@@ -755,6 +885,10 @@ impl FailureBreaker {
     pub fn restore(&self, snapshot: &FailureSnapshot) -> Result<()> {
         // Re-validate: a snapshot built by hand in Rust skips `from_json`.
         let snapshot = FailureSnapshot::from_json(&snapshot.to_json())?;
+        #[cfg(feature = "redis")]
+        if self.shared.is_some() && self.shared_restore(&snapshot) {
+            return Ok(());
+        }
         let mut after = After::default();
         {
             let mut inner = self.lock();
@@ -838,7 +972,7 @@ impl FailureBreaker {
         F: FnOnce() -> Result<T, E>,
     {
         // CLOSED grants without side effects: skip building the permission.
-        if self.fast.state() != State::Closed {
+        if self.fast.state() != State::Closed && !self.shared_closed() {
             self.try_acquire().map_err(CallError::Rejected)?;
         }
         match catch_unwind(AssertUnwindSafe(f)) {
@@ -855,6 +989,16 @@ impl FailureBreaker {
                 resume_unwind(panic)
             }
         }
+    }
+
+    /// With a store: CLOSED as far as this process knows (a permission needs no round trip).
+    #[inline]
+    fn shared_closed(&self) -> bool {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            return shared.closed();
+        }
+        false
     }
 
     crate::events::listener_methods!("`stateChange` and `warning`");

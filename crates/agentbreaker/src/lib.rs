@@ -42,6 +42,7 @@ pub mod profiles;
 pub mod stagnation;
 pub mod state;
 pub mod steps;
+pub mod store;
 pub mod strategy;
 pub mod text;
 
@@ -73,6 +74,7 @@ pub use stagnation::{
 };
 pub use state::State;
 pub use steps::AgentStep;
+pub use store::{StoreFailure, StoreMode, StoreStatus, StoreUrl};
 pub use strategy::{
     CompositeMode, ExitDecision, ExitReason, ExitStrategy, FixPlan, FixStep, PlanStatus,
     StrategyConfig,

@@ -3,6 +3,10 @@
 //!
 //! `AGENTBREAKER_CONFORMANCE_DIR` names the suite directory (default: the repository's
 //! `tests/conformance`).
+//!
+//! `AGENTBREAKER_CONFORMANCE_STORE` set to a Redis URL runs every `failure` scenario with its state
+//! in that store (SPEC 12), each scenario on a key prefix of its own; after the last step a second
+//! breaker on the same key must see the same status, and the store must have stayed reachable.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::large_enum_variant)]
 
@@ -106,6 +110,10 @@ fn run_file(path: &Path) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut config = obj.get("config").cloned().unwrap_or(Value::Null);
     substitute_tmp(&mut config, tmp.path());
+    let store = store_url().filter(|_| subject == "failure");
+    if let Some(url) = &store {
+        with_store(&mut config, url, &store_key(path));
+    }
     let clock = ManualClock::shared(0);
     let events: Arc<Mutex<Vec<Value>>> = Arc::default();
     let built = Subject::build(subject, &config, &clock, &events);
@@ -138,6 +146,69 @@ fn run_file(path: &Path) -> Result<(), String> {
             &mut last_snapshot,
         )
         .map_err(|m| format!("step {i} ({}): {m}", step.get("op").unwrap_or(&Value::Null)))?;
+    }
+    if let (Some(_), Subject::Failure(b)) = (&store, &subject) {
+        #[cfg(feature = "redis")]
+        check_shared(b, &config, &clock)?;
+        #[cfg(not(feature = "redis"))]
+        return Err(format!(
+            "AGENTBREAKER_CONFORMANCE_STORE needs the redis feature ({:?})",
+            b.config().store
+        ));
+    }
+    Ok(())
+}
+
+/// The Redis URL of `AGENTBREAKER_CONFORMANCE_STORE`, if set.
+fn store_url() -> Option<String> {
+    std::env::var("AGENTBREAKER_CONFORMANCE_STORE")
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+/// A key prefix of the scenario's own, new in every run.
+fn store_key(path: &Path) -> String {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("conformance:{}:{started}:{stem}", std::process::id())
+}
+
+/// The scenario's config with `store` and `key` added (a generous `storeTimeoutMs`: a busy CI
+/// machine must not turn a slow answer into an outage the scenario does not expect).
+fn with_store(config: &mut Value, url: &str, key: &str) {
+    if config.is_null() {
+        *config = json!({});
+    }
+    if let Value::Object(map) = config {
+        map.insert("store".into(), json!(url));
+        map.insert("key".into(), json!(key));
+        map.insert("storeTimeoutMs".into(), json!(5000));
+    }
+}
+
+/// The state really is in the store: a second breaker on the key sees the same status, and the
+/// store never went away during the scenario.
+#[cfg(feature = "redis")]
+fn check_shared(
+    b: &FailureBreaker,
+    config: &Value,
+    clock: &Arc<ManualClock>,
+) -> Result<(), String> {
+    let store = b.store_status().ok_or("the breaker has no store")?;
+    if store.mode != agentbreaker::StoreMode::Shared || store.outages != 0 {
+        return Err(format!("the store was not reachable throughout: {store:?}"));
+    }
+    let twin = FailureConfig::from_json(config)
+        .and_then(|c| FailureBreaker::with_clock(c, clock.clone()))
+        .map_err(|e| format!("a second breaker on the key: {e}"))?;
+    let (mine, theirs) = (b.status(), twin.status());
+    if mine != theirs {
+        return Err(format!(
+            "a second breaker on the same key sees another status:\n{mine:?}\n{theirs:?}"
+        ));
     }
     Ok(())
 }

@@ -269,6 +269,7 @@ impl FParams {
             probe_timeout_ms: self.probe_timeout_ms,
             error_match: self.error_match,
             state_path: None,
+            ..FailureConfig::default()
         }
     }
 

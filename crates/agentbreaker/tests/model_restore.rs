@@ -108,6 +108,7 @@ fn fconfig() -> impl Strategy<Value = FailureConfig> {
                     probe_timeout_ms: probe_timeout,
                     error_match: ErrorMatch::Normalized,
                     state_path: None,
+                    ..FailureConfig::default()
                 }
             },
         )
@@ -470,6 +471,7 @@ fn run_stagnation(
             rest.state = State::Closed;
             rest.consecutive_no_progress = 0;
             rest.reason = None;
+            rest.slug = None;
             prop_assert_eq!(s, rest, "and keeps the rest");
             reached.normalized_half_open += 1;
         } else {

@@ -1,0 +1,53 @@
+# Shared state in Redis (issue 19, SPEC 12, docs/distributed.md): a FailureBreaker whose state
+# lives in Redis, tested against a real redis-server (Debian's package, installed when missing).
+#
+#   make test-redis         the store tests (sharing, round trips per call, the server killed,
+#                           paused with SIGSTOP, restarted empty, its scripts flushed; bad URLs,
+#                           wrong passwords, keys of another type, TLS, the password never shown),
+#                           8 processes x 10 000 outcomes on one key, 8 processes through a round
+#                           of faults, and the conformance suite's `failure` part with its state in
+#                           Redis. Every test starts its own server on a free loopback port with a
+#                           temporary folder and stops it at its end, also when it fails; the
+#                           conformance run gets one from tools/with_redis.sh.
+#   make lint-redis         clippy of the core without the `redis` feature (warnings are errors)
+#   make reliability-redis  the long forms: 8 x 100 000 outcomes, 10 rounds of faults, the store
+#                           tests 5 times over
+#   make bench-redis        the store's throughput across 8 processes beside redis-benchmark's
+#                           EVALSHA rate on the same server: target/bench/redis.jsonl
+
+TEST_TARGETS += test-redis
+LINT_TARGETS += lint-redis
+RELIABILITY_TARGETS += reliability-redis
+BENCH_TARGETS += bench-redis
+
+FLEET_OUTCOMES ?= 100000
+FAULT_ROUNDS ?= 10
+STORE_REPEATS ?= 5
+
+.PHONY: test-redis lint-redis reliability-redis bench-redis
+
+test-redis:
+	$(call apt_install,redis-server openssl)
+	$(CARGO) test -p agentbreaker --test redis_store -- --ignored
+	$(CARGO) test -p agentbreaker --test redis_fleet -- --ignored --test-threads=1 --nocapture
+	tools/with_redis.sh sh -c 'AGENTBREAKER_CONFORMANCE_STORE=$$AGENTBREAKER_REDIS_URL \
+	  $(CARGO) test -p agentbreaker --test conformance -- failure/'
+
+lint-redis:
+	$(CARGO) clippy -p agentbreaker --no-default-features --all-targets -- -D warnings
+
+reliability-redis:
+	$(call apt_install,redis-server openssl)
+	@echo "== 8 processes x $(FLEET_OUTCOMES) outcomes, $(FAULT_ROUNDS) rounds of faults"
+	AGENTBREAKER_FLEET_OUTCOMES=$(FLEET_OUTCOMES) AGENTBREAKER_FLEET_FAULT_ROUNDS=$(FAULT_ROUNDS) \
+	  $(CARGO) test -p agentbreaker --test redis_fleet -- --ignored --test-threads=1 --nocapture
+	@echo "== the store tests $(STORE_REPEATS) times"
+	for i in $$(seq $(STORE_REPEATS)); do \
+	  $(CARGO) test -q -p agentbreaker --test redis_store -- --ignored --nocapture || exit 1; \
+	done
+
+bench-redis:
+	$(call apt_install,redis-server)
+	mkdir -p target/bench
+	tools/with_redis.sh env AGENTBREAKER_BENCH_OUT=$(CURDIR)/target/bench/redis.jsonl \
+	  $(CARGO) bench -p agentbreaker --bench redis
