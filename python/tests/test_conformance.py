@@ -288,7 +288,7 @@ def loop_ops(agent_loop: ab.Loop) -> Dict[str, Op]:
 
 
 def monitor_ops(monitor: ab.Monitor) -> Dict[str, Op]:
-    snapshots: List[Any] = []  # the result of the latest `snapshot` step, for "$snapshot"
+    snapshots: List[Any] = []  # the result of the latest `snapshot` step, for "$last_snapshot"
 
     def observe(args: Dict[str, Any]) -> Any:
         only(args, "event")
@@ -301,9 +301,9 @@ def monitor_ops(monitor: ab.Monitor) -> Dict[str, Op]:
 
     def restore(args: Dict[str, Any]) -> None:
         only(args, "snapshot")
-        if args.get("snapshot") == "$snapshot":
+        if args.get("snapshot") == "$last_snapshot":
             if not snapshots:
-                raise ScenarioError('restore of "$snapshot" before any snapshot step')
+                raise ScenarioError('restore of "$last_snapshot" before any snapshot step')
             args = {"snapshot": snapshots[0]}
         monitor.restore(*positional(args, "snapshot"))
 

@@ -296,7 +296,7 @@ typedef struct {
     ab_monitor *monitor;
     /* What the listener received since the previous `events` step. */
     cJSON *events;
-    /* The result of the latest `snapshot` step of a monitor (JSON text), for `"$snapshot"`. */
+    /* The result of the latest `snapshot` step of a monitor (JSON text), for `"$last_snapshot"`. */
     char *last_snapshot;
 } Subject;
 
@@ -805,11 +805,11 @@ static Outcome monitor_op(Subject *s, const char *op, const cJSON *args) {
     }
     if (strcmp(op, "restore") == 0) {
         ONLY("snapshot");
-        /* "$snapshot" stands for the result of the latest `snapshot` step. */
+        /* "$last_snapshot" stands for the result of the latest `snapshot` step. */
         const cJSON *given = cJSON_GetObjectItemCaseSensitive(args, "snapshot");
-        if (cJSON_IsString(given) && strcmp(given->valuestring, "$snapshot") == 0) {
+        if (cJSON_IsString(given) && strcmp(given->valuestring, "$last_snapshot") == 0) {
             if (s->last_snapshot == NULL) {
-                return runner_error("%s", "restore of \"$snapshot\" before any snapshot step");
+                return runner_error("%s", "restore of \"$last_snapshot\" before any snapshot step");
             }
             return status_outcome(ab_monitor_restore(m, s->last_snapshot));
         }
