@@ -13,6 +13,8 @@
 //   listener that refers to its breaker never keeps the breaker alive. The addon calls the
 //   trampoline synchronously, inside the call that caused the event; a listener that throws is
 //   isolated and counted in `listenerErrors`.
+// - `AgentHaltedError`, what code watched by a Monitor throws to stop the agent on a halt verdict
+//   (the framework adapters throw it): an Error with code `HALTED` and the verdict.
 //
 // The TypeScript declarations of both are in types/header.d.ts (and so in index.d.ts).
 
@@ -139,7 +141,7 @@ function recordSuccess() {
 
 function checkSource(target, method) {
   if (target === null || typeof target !== 'object' || typeof target._addListener !== 'function') {
-    throw invalidArgument(`${method}() must be called on a breaker, strategy, fix plan or loop`)
+    throw invalidArgument(`${method}() must be called on a breaker, strategy, fix plan, loop or monitor`)
   }
 }
 
@@ -192,11 +194,32 @@ for (const source of [
   native.ExitStrategy,
   native.FixPlan,
   native.Loop,
+  native.Monitor,
 ]) {
   define(source, 'on', on)
   define(source, 'off', off)
 }
 
+/**
+ * Thrown to stop an agent when a Monitor halts its task: `code` is `'HALTED'`, `verdict` the halt
+ * verdict (`{action, reason, message, nudge, taskId, step, detail}`), `message` the verdict's.
+ * Built from a verdict, or from a message alone (a verdict with that message and no rule).
+ */
+class AgentHaltedError extends Error {
+  constructor(verdict) {
+    if (typeof verdict === 'string') {
+      verdict = { action: 'halt', reason: null, message: verdict, nudge: null, taskId: null, step: 0, detail: null }
+    } else if (verdict === null || typeof verdict !== 'object' || Array.isArray(verdict)) {
+      throw invalidArgument(`AgentHaltedError takes the halt verdict (an object) or a message, not ${verdict === null ? 'null' : typeof verdict}`)
+    }
+    super(typeof verdict.message === 'string' && verdict.message !== '' ? verdict.message : 'the task was halted')
+    Object.defineProperty(this, 'name', { value: 'AgentHaltedError', writable: true, configurable: true })
+    this.code = 'HALTED'
+    this.verdict = verdict
+  }
+}
+
 // Written as a re-export so that Node's ESM loader sees the named exports of index.js
-// (`import { FailureBreaker } from 'agentbreaker'`).
+// (`import { FailureBreaker } from 'agentbreaker'`), plus the one class defined here.
 module.exports = require('./index.js')
+module.exports.AgentHaltedError = AgentHaltedError

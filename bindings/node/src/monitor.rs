@@ -1,0 +1,78 @@
+//! `Monitor` (contract section 11, docs/monitor.md): one agent watched event by event, every event
+//! answered with a verdict object.
+
+use agentbreaker::MonitorConfig;
+use agentbreaker::interop::ArgKind;
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
+use napi_derive::napi;
+use serde_json::Value;
+
+use crate::clock::{ClockArg, clock_in, shared_clock};
+use crate::convert::{opt_json, result};
+use crate::error::{self, Arg, Failure, run};
+use crate::listeners::{JsListeners, event_source};
+
+/// Watches an agent: `new Monitor({profile: 'coding-agent', toolLimits: {web_fetch: 20}})`,
+/// then `observe(event)` for every event the agent emits; each answer is a verdict
+/// (`{action, reason, message, nudge, taskId, step, detail}`) saying continue, warn (with a
+/// nudge for the model) or halt.
+#[napi]
+#[derive(Debug)]
+pub struct Monitor {
+    inner: agentbreaker::Monitor,
+    listeners: JsListeners,
+}
+
+#[napi]
+impl Monitor {
+    /// A monitor from `{profile?, failure?, stagnation?, budget?, toolLimits?, warnBefore?,
+    /// budgetWarnPercent?, clock?}` (omitted keys take the `coding-agent` profile's values); the
+    /// clock may also come second, as for the other classes (default: the system clock).
+    #[napi(
+        constructor,
+        catch_unwind,
+        ts_args_type = "config?: MonitorConfig | null, clock?: Clock | null"
+    )]
+    pub fn new(env: &Env, config: Arg<'_>, clock: ClockArg<'_>) -> error::Result<Self> {
+        run(env, || {
+            let clock = match (clock_in(config.as_ref())?, &clock) {
+                (None, clock) => shared_clock(clock)?,
+                (Some(inside), None) => inside,
+                (Some(_), Some(_)) => {
+                    let twice = "clock is given twice: in the config and as an argument";
+                    return Err(Failure::Type(ArgKind::Argument.error(twice)));
+                }
+            };
+            let mut config = opt_json(config.as_ref(), ArgKind::Config, "config")?;
+            if let Value::Object(map) = &mut config {
+                map.remove("clock");
+            }
+            let config = MonitorConfig::from_json(&config)?;
+            Ok(agentbreaker::Monitor::with_clock(config, clock)?.into())
+        })
+    }
+
+    /// The configuration in effect: the profile with the overrides.
+    #[napi(getter, catch_unwind, ts_return_type = "ResolvedMonitorConfig")]
+    pub fn config<'e>(&self, env: &'e Env) -> error::Result<Unknown<'e>> {
+        run(env, || result(env, self.inner.config()))
+    }
+}
+
+core_methods!(Monitor {
+    "Takes one event; returns its verdict. A malformed event is `INVALID_EVENT`, changes nothing."
+    fn observe(event: Event "event: MonitorEvent") -> "Verdict" = observe;
+    "Replaces the state with a snapshot's; a bad one is `INVALID_SNAPSHOT` and changes nothing."
+    fn restore(snapshot: Snapshot "snapshot: MonitorSnapshot") = restore;
+    "Checks the duration and idle limits of every open task now (call it about once a second)."
+    fn tick() -> "Verdict[]" = tick;
+    "Where every task and rule stands now."
+    fn status() -> "MonitorStatus" = status;
+    "Everything needed to continue later, in another process too (`restore` takes it back)."
+    fn snapshot() -> "MonitorSnapshot" = snapshot;
+    "Forgets every task and counter; the configuration stays."
+    fn reset() = reset;
+});
+
+event_source!(Monitor(agentbreaker::Monitor) emits ["verdict"]);
