@@ -13,6 +13,11 @@
 //   listener that refers to its breaker never keeps the breaker alive. The addon calls the
 //   trampoline synchronously, inside the call that caused the event; a listener that throws is
 //   isolated and counted in `listenerErrors`.
+// - `monitor.observe(event)`: a plain event (the JSON-like objects agents emit) crosses as one
+//   JSON text and its verdict comes back as one (`_observeJson`): a walk of the object through
+//   Node-API costs a call per key and value, `JSON.stringify` and `JSON.parse` in V8 a fraction
+//   of that. Anything else (a Date, a class instance, NaN, a getter-laden Proxy, ...) goes
+//   through the addon's walker, which converts or refuses it by the rules every binding shares.
 // - `AgentHaltedError`, what code watched by a Monitor throws to stop the agent on a halt verdict
 //   (the framework adapters throw it): an Error with code `HALTED` and the verdict.
 //
@@ -180,6 +185,57 @@ function off(type, listener) {
   return this
 }
 
+/** How deep and how long a plain event may be (beyond: the walker decides). */
+const PLAIN_DEPTH = 64
+const PLAIN_LENGTH = 100_000
+
+/**
+ * Whether `JSON.stringify(value)` is exactly the JSON the addon's walker would build from it:
+ * well-formed strings, finite numbers (whole ones within 2^53: beyond, the shortest decimal
+ * JavaScript writes is not the double's own integer), booleans, `null`, `undefined` inside an
+ * object or array (left out, or `null`, by both), and plain objects and arrays without `toJSON`.
+ */
+function isPlainJson(value, depth) {
+  switch (typeof value) {
+    case 'string':
+      return value.isWellFormed()
+    case 'number':
+      return Math.abs(value) <= Number.MAX_SAFE_INTEGER || (Number.isFinite(value) && !Number.isInteger(value))
+    case 'boolean':
+      return true
+    case 'undefined':
+      return depth > 0
+    case 'object':
+      break
+    default:
+      return false
+  }
+  if (value === null) return true
+  if (depth >= PLAIN_DEPTH || typeof value.toJSON === 'function') return false
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype || value.length > PLAIN_LENGTH) return false
+    for (let i = 0; i < value.length; i++) {
+      if (!isPlainJson(value[i], depth + 1)) return false
+    }
+    return true
+  }
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return false
+  for (const key in value) {
+    if (!isPlainJson(value[key], depth + 1)) return false
+  }
+  return true
+}
+
+const nativeObserve = native.Monitor.prototype.observe
+
+function observe(event) {
+  if (this instanceof native.Monitor && isPlainJson(event, 0)) {
+    return JSON.parse(this._observeJson(JSON.stringify(event)))
+  }
+  return nativeObserve.call(this, event)
+}
+
 function define(target, name, value) {
   Object.defineProperty(target.prototype, name, { value, writable: true, configurable: true })
 }
@@ -187,6 +243,7 @@ function define(target, name, value) {
 define(native.FailureBreaker, 'call', call)
 define(native.FailureBreaker, 'shouldAllowOperation', shouldAllowOperation)
 define(native.FailureBreaker, 'recordSuccess', recordSuccess)
+define(native.Monitor, 'observe', observe)
 for (const source of [
   native.FailureBreaker,
   native.StagnationBreaker,

@@ -807,10 +807,7 @@ export declare class BudgetBreaker {
  * `'circuit_breaker'` or `'composite'`.
  */
 export declare class ExitStrategy {
-  /**
-   * A strategy from its config (`null`/`undefined`: `{type: 'auto'}`); the clock stamps the
-   * warning events of a fix plan.
-   */
+  /** A strategy from its config (default `{type: 'auto'}`); the clock stamps a fix plan's warnings. */
   constructor(config?: StrategyConfig | null, clock?: Clock | null)
   /** The fix plan's progress for a `fix_plan` strategy, `null` for any other. */
   planStatus(): PlanStatus | null
@@ -827,11 +824,6 @@ export declare class ExitStrategy {
  * closes again.
  */
 export declare class FailureBreaker {
-  /**
-   * A breaker with the given config (camelCase keys; omitted keys take the defaults) on the
-   * given clock (default: the system clock). With `statePath`, the state file is loaded now.
-   */
-  constructor(config?: FailureConfig | null, clock?: Clock | null)
   /** Records a failure with its error text. */
   recordFailure(error: string): void
   /**
@@ -845,6 +837,8 @@ export declare class FailureBreaker {
   load(path: string): boolean
   /** The current state (without the lazy OPEN→HALF_OPEN move). */
   get state(): CircuitState
+  /** A breaker from its config (omitted keys: the defaults); with `statePath` it loads that file now. */
+  constructor(config?: FailureConfig | null, clock?: Clock | null)
   /** Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED). */
   restore(snapshot: FailureSnapshot): void
   /** Records a success: the count returns to 0; in HALF_OPEN the circuit closes. */
@@ -868,14 +862,10 @@ export declare class FailureBreaker {
  * signals completion or skipped after `maxAttempts` responses that do not.
  */
 export declare class FixPlan {
-  /**
-   * A plan from `{steps: [{description, completed?, attempts?, maxAttempts?}]}` or
-   * `{markdown}` (a `- [ ]` / `- [x]` checklist), with an optional plan-wide `maxAttempts`
-   * (default 3).
-   */
-  constructor(config: FixPlanConfig, clock?: Clock | null)
   /** A plan read from a markdown checklist (`- [ ]` open, `- [x]` done; other lines ignored). */
   static fromMarkdown(markdown: string, maxAttempts?: number | null, clock?: Clock | null): FixPlan
+  /** A plan from `{steps: [{description, ...}]}` or `{markdown}`, with an optional `maxAttempts`. */
+  constructor(config: FixPlanConfig, clock?: Clock | null)
   /** The steps and the index of the step being worked on (`null` when none is left). */
   getStatus(): PlanStatus
   /** Back to the plan as configured. */
@@ -891,10 +881,7 @@ export declare class FixPlan {
  * outcome.
  */
 export declare class Loop {
-  /**
-   * A loop from `{maxIterations, strategy, stagnation, budget}` (omitted keys take the
-   * defaults; without `budget` there are no budget checks) on the given clock.
-   */
+  /** A loop from `{maxIterations, strategy, stagnation, budget}` (no `budget`: no budget checks). */
   constructor(config?: LoopConfig | null, clock?: Clock | null)
   /** Observes one iteration; after an exit every call is `INVALID_ARGUMENT` until `reset()`. */
   observe(observation: Observation): LoopDecision
@@ -957,8 +944,6 @@ export declare class Monitor {
  * same error again and again, or declining output.
  */
 export declare class StagnationBreaker {
-  /** A breaker with the given config (omitted keys take the defaults) on the given clock. */
-  constructor(config?: StagnationConfig | null, clock?: Clock | null)
   /**
    * Records one iteration: `{filesChanged, testsPassing, outputLength}` (whole numbers >= 0;
    * missing keys are 0).
@@ -973,6 +958,8 @@ export declare class StagnationBreaker {
   recordStep(step: AgentStep): void
   /** The current state. */
   get state(): CircuitState
+  /** A breaker with the given config (omitted keys take the defaults) on the given clock. */
+  constructor(config?: StagnationConfig | null, clock?: Clock | null)
   /** Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED). */
   restore(snapshot: StagnationSnapshot): void
   /** Whether the loop may continue: `{allowContinue, state, reason}`. */

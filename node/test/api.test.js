@@ -733,6 +733,45 @@ test('Monitor: a snapshot through JSON text restores into a new monitor, which g
   assert.deepEqual(b.snapshot(), a.snapshot())
 })
 
+test('Monitor.observe: plain events (sent as JSON text) and others (walked) get the same answers', () => {
+  // A class instance is not a plain object: it goes through the addon's walker.
+  class Walked {
+    constructor(fields) {
+      Object.assign(this, fields)
+    }
+  }
+  const events = [
+    ...failingStep(0),
+    { type: 'usage', usage: { input_tokens: 2 ** 60, output_tokens: 10 } },
+    { type: 'usage', costCents: 0.1 + 0.2, model: 'claude-sonnet-4', extra: [1, undefined, null] },
+    { type: 'assistant', text: 'lone \ud800 surrogate', taskId: undefined },
+    { type: 'progress', files: ['a.py', 'b.py'], digest: 'ab'.repeat(8), testsPassing: 3 },
+    { type: 'tool_use', name: 'edit', input: { path: 'a.py', lines: [1, 2.5, -0], deep: { a: { b: { c: [] } } } } },
+    ...failingStep(1),
+    ...failingStep(2),
+  ]
+  const fast = new ab.Monitor({ clock: new ab.ManualClock(0) })
+  const walked = new ab.Monitor({ clock: new ab.ManualClock(0) })
+  for (const event of events) {
+    assert.deepEqual(fast.observe(event), walked.observe(new Walked(event)), JSON.stringify(event))
+  }
+  assert.deepEqual(fast.snapshot(), walked.snapshot())
+  for (const bad of [{ type: 'tool_use' }, { type: 'usage', usage: { input_tokens: -1 } }, { type: 'progress', files: 1.5 }, 'x', null]) {
+    const message = (monitor, event) => {
+      try {
+        monitor.observe(event)
+      } catch (error) {
+        return [error.code, error.message, error instanceof TypeError]
+      }
+      return null
+    }
+    const wrapped = bad !== null && typeof bad === 'object' ? new Walked(bad) : bad
+    assert.deepEqual(message(fast, bad), message(walked, wrapped))
+    assert.equal(message(fast, bad)[0], 'INVALID_EVENT')
+  }
+  assert.deepEqual(fast.snapshot(), walked.snapshot())
+})
+
 test('Monitors work in worker threads, listeners included', async () => {
   const worker = new Worker(
     `

@@ -2,12 +2,9 @@
 //! StagnationBreaker and an optional BudgetBreaker.
 
 use agentbreaker::LoopConfig;
-use napi::Env;
 use napi_derive::napi;
 
-use crate::clock::{ClockArg, construct};
-use crate::error::{self, Arg};
-use crate::listeners::{JsListeners, event_source};
+use crate::listeners::JsListeners;
 
 /// One observation per iteration of an agent loop; says continue or exit, with a reason and an
 /// outcome.
@@ -18,23 +15,11 @@ pub struct Loop {
     listeners: JsListeners,
 }
 
-#[napi]
-impl Loop {
-    /// A loop from `{maxIterations, strategy, stagnation, budget}` (omitted keys take the
-    /// defaults; without `budget` there are no budget checks) on the given clock.
-    #[napi(
-        constructor,
-        catch_unwind,
-        ts_args_type = "config?: LoopConfig | null, clock?: Clock | null"
-    )]
-    pub fn new(env: &Env, config: Arg<'_>, clock: ClockArg<'_>) -> error::Result<Self> {
-        construct(env, &config, &clock, |config, clock| {
-            agentbreaker::Loop::with_clock(LoopConfig::from_json(config)?, clock)
-        })
-    }
-}
-
-core_methods!(Loop {
+methods!(Loop(agentbreaker::Loop) emits ["stateChange", "warning", "halt"] {
+    "A loop from `{maxIterations, strategy, stagnation, budget}` (no `budget`: no budget checks)."
+    fn new("config?: LoopConfig | null, clock?: Clock | null") = |config, clock| {
+        agentbreaker::Loop::with_clock(LoopConfig::from_json(config)?, clock)
+    };
     "Observes one iteration; after an exit every call is `INVALID_ARGUMENT` until `reset()`."
     fn observe(observation: Argument "observation: Observation") -> "LoopDecision" = observe_json;
     "Where the loop stands."
@@ -42,5 +27,3 @@ core_methods!(Loop {
     "Starts over: iteration 0, the strategy and both breakers reset."
     fn reset() = reset;
 });
-
-event_source!(Loop(agentbreaker::Loop) emits ["stateChange", "warning", "halt"]);

@@ -1,12 +1,9 @@
 //! `BudgetBreaker` (contract section 4).
 
 use agentbreaker::BudgetConfig;
-use napi::Env;
 use napi_derive::napi;
 
-use crate::clock::{ClockArg, construct};
-use crate::error::{self, Arg};
-use crate::listeners::{JsListeners, event_source};
+use crate::listeners::JsListeners;
 
 /// Per-task halt conditions over an agent's event stream: tool calls, spend, duration, idle time
 /// and near-identical outputs.
@@ -17,22 +14,11 @@ pub struct BudgetBreaker {
     listeners: JsListeners,
 }
 
-#[napi]
-impl BudgetBreaker {
-    /// A breaker with the given config (omitted keys take the defaults) on the given clock.
-    #[napi(
-        constructor,
-        catch_unwind,
-        ts_args_type = "config?: BudgetConfig | null, clock?: Clock | null"
-    )]
-    pub fn new(env: &Env, config: Arg<'_>, clock: ClockArg<'_>) -> error::Result<Self> {
-        construct(env, &config, &clock, |config, clock| {
-            agentbreaker::BudgetBreaker::with_clock(BudgetConfig::from_json(config)?, clock)
-        })
-    }
-}
-
-core_methods!(BudgetBreaker {
+methods!(BudgetBreaker(agentbreaker::BudgetBreaker) emits ["halt"] {
+    "A breaker with the given config (omitted keys take the defaults) on the given clock."
+    fn new("config?: BudgetConfig | null, clock?: Clock | null") = |config, clock| {
+        agentbreaker::BudgetBreaker::with_clock(BudgetConfig::from_json(config)?, clock)
+    };
     "Ingests one event; returns the halt it caused, or `null`. A bad event changes nothing."
     fn ingest(event: Event "event: AgentEvent") -> "Halt | null" = ingest;
     "Checks duration and idle time of every open task (call it about once a second)."
@@ -42,5 +28,3 @@ core_methods!(BudgetBreaker {
     "Forgets every task, the stack and the counters."
     fn reset() = reset;
 });
-
-event_source!(BudgetBreaker(agentbreaker::BudgetBreaker) emits ["halt"]);

@@ -77,6 +77,8 @@ impl SystemClock {
     }
 }
 
+const CLOCKS: &str = "a ManualClock or a SystemClock";
+
 /// The `clock` argument of a constructor.
 pub type ClockArg<'a> = Option<Either3<&'a ManualClock, &'a SystemClock, Unknown<'a>>>;
 
@@ -85,15 +87,7 @@ pub fn shared_clock(clock: &ClockArg<'_>) -> Result<SharedClock, Failure> {
     match clock {
         None | Some(Either3::B(_)) => Ok(agentbreaker::SystemClock::shared()),
         Some(Either3::A(manual)) => Ok(manual.inner.clone()),
-        Some(Either3::C(other)) => {
-            let expected = "a ManualClock or a SystemClock";
-            Err(wrong_type(
-                ArgKind::Argument,
-                "clock",
-                expected,
-                Some(other),
-            ))
-        }
+        Some(Either3::C(other)) => Err(wrong_type(ArgKind::Argument, "clock", CLOCKS, Some(other))),
     }
 }
 
@@ -117,11 +111,10 @@ pub fn clock_in(options: Option<&Unknown<'_>>) -> Result<Option<SharedClock>, Fa
     {
         Ok(Some(agentbreaker::SystemClock::shared()))
     } else {
-        let expected = "a ManualClock or a SystemClock";
         Err(wrong_type(
             ArgKind::Argument,
             "config.clock",
-            expected,
+            CLOCKS,
             Some(&clock),
         ))
     }

@@ -10,7 +10,7 @@
 //!
 //! Out: a result is written as JSON text by serde and read back by `JSON.parse`, in one walk done
 //! by V8. Not `serde_json::to_value` and a walk here: its `Map` sorts the keys, and results keep
-//! the field order of the core's types (`{state, consecutiveFailures, ...}`, as the SPEC writes
+//! the field order of the core's types (`{state, consecutiveFailures, ...}`, as the contract writes
 //! them). `JSON.parse` makes every key an own property (a fingerprint `__proto__` too) and every
 //! number a JavaScript number (counts and millisecond timestamps are far below 2^53).
 
@@ -18,7 +18,8 @@ use std::fmt;
 
 use agentbreaker::interop::{ArgKind, MAX_DEPTH, whole_number};
 use napi::bindgen_prelude::{
-    Function, JsObjectValue, JsValue, KeyCollectionMode, KeyConversion, KeyFilter, Object, Unknown,
+    Function, JsObjectValue, JsValue, KeyCollectionMode, KeyConversion, KeyFilter, Null, Object,
+    ToNapiValue, Unknown,
 };
 use napi::{Env, JsString, ValueType};
 use serde::Serialize;
@@ -176,12 +177,8 @@ impl Walker {
                 }
             }
             _ => {
-                let got = js_type(Some(value));
-                return Err(Failure::Type(kind.wrong_type(
-                    &shown(at),
-                    "a JSON value",
-                    got,
-                )));
+                let e = kind.wrong_type(&shown(at), "a JSON value", js_type(Some(value)));
+                return Err(Failure::Type(e));
             }
         })
     }
@@ -223,6 +220,9 @@ impl Walker {
 /// A core result as a JavaScript value: its JSON text, read by `JSON.parse`.
 pub fn result<'e, T: Serialize + ?Sized>(env: &'e Env, value: &T) -> Result<Unknown<'e>, Failure> {
     let text = serde_json::to_string(value).map_err(|e| internal(format!("a result: {e}")))?;
+    if text == "null" {
+        return Ok(Null.into_unknown(env)?); // no halt, no plan: the common answer, without a parse
+    }
     let json: Object<'_> = env.get_global()?.get_named_property("JSON")?;
     let parse: Function<'_, JsString<'_>, Unknown<'e>> = json.get_named_property("parse")?;
     Ok(parse.call(env.create_string(&text)?)?)

@@ -1,13 +1,11 @@
 //! Errors thrown to JavaScript, and the guard every export runs its work in.
 //!
-//! Every error the addon throws is an `Error` whose `code` is the core's stable code
-//! (`agentbreaker::ERROR_CODES`: `INVALID_CONFIG`, `INVALID_ARGUMENT`, `INVALID_EVENT`,
-//! `INVALID_SNAPSHOT`, `IO`, `INTERNAL`, `CIRCUIT_OPEN`, `HALTED`) and whose `message` is the
-//! core's message without the code prefix. Which code a bad value gets is decided by
-//! `agentbreaker::interop` (the [`ArgKind`](agentbreaker::interop::ArgKind) of the argument); the
-//! binding only decides that a value refused before the core saw it (one of the wrong JavaScript
-//! type: `NaN`, a function, a number for a string) is thrown as a `TypeError`. A panic is `INTERNAL`
-//! (`interop::panic_error`); the object stays usable.
+//! Every error the addon throws is an `Error` whose `code` is one of the core's stable codes
+//! (`agentbreaker::ERROR_CODES`) and whose `message` is the core's message without the code
+//! prefix. The code of a bad value is decided by `agentbreaker::interop` (the argument's
+//! [`ArgKind`](agentbreaker::interop::ArgKind)); the binding only decides that a value refused
+//! before the core saw it (`NaN`, a function, a number for a string) is thrown as a `TypeError`.
+//! A panic is `INTERNAL` (`interop::panic_error`); the object stays usable.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

@@ -12,14 +12,13 @@
 use std::sync::Arc;
 
 use agentbreaker::{FailureConfig, Permission};
-use napi::bindgen_prelude::{FunctionCallContext, JsObjectValue, Object, Unknown};
+use napi::bindgen_prelude::{JsObjectValue, Object, ToNapiValue, Unknown};
 use napi::{Env, Status};
 use napi_derive::napi;
 
-use crate::clock::{ClockArg, construct};
 use crate::convert::{result, string};
 use crate::error::{self, Arg, Failure, PENDING, run};
-use crate::listeners::{JsListeners, event_source};
+use crate::listeners::JsListeners;
 
 /// Consecutive failures open the circuit; after a cooldown one probe decides whether it
 /// closes again.
@@ -32,20 +31,6 @@ pub struct FailureBreaker {
 
 #[napi]
 impl FailureBreaker {
-    /// A breaker with the given config (camelCase keys; omitted keys take the defaults) on the
-    /// given clock (default: the system clock). With `statePath`, the state file is loaded now.
-    #[napi(
-        constructor,
-        catch_unwind,
-        ts_args_type = "config?: FailureConfig | null, clock?: Clock | null"
-    )]
-    pub fn new(env: &Env, config: Arg<'_>, clock: ClockArg<'_>) -> error::Result<Self> {
-        construct(env, &config, &clock, |config, clock| {
-            let config = FailureConfig::from_json(config)?;
-            agentbreaker::FailureBreaker::with_clock(config, clock).map(Arc::new)
-        })
-    }
-
     /// Records a failure with its error text.
     #[napi(catch_unwind, ts_args_type = "error: string")]
     pub fn record_failure(&self, env: &Env, error: Arg<'_>) -> error::Result<()> {
@@ -98,37 +83,35 @@ impl FailureBreaker {
         run(env, || {
             let mut functions = Object::new(env)?;
             let breaker = Arc::clone(&self.inner);
-            let acquire = env.create_function_from_closure::<(), _, _>("acquire", move |ctx| {
-                bound(ctx, || Ok(breaker.try_acquire().map(drop)?))
+            bind(env, &mut functions, "acquire", move || {
+                Ok(breaker.try_acquire().map(drop)?)
             })?;
-            functions.set_named_property("acquire", acquire)?;
             let breaker = Arc::clone(&self.inner);
-            let permit = env.create_function_from_closure::<(), _, _>("permit", move |ctx| {
-                bound(ctx, || {
-                    Ok(match breaker.should_allow_operation() {
-                        Permission {
-                            allowed: true,
-                            message: None,
-                        } => None,
-                        other => Some((other.allowed, other.message)),
-                    })
+            bind(env, &mut functions, "permit", move || {
+                Ok(match breaker.should_allow_operation() {
+                    Permission {
+                        allowed: true,
+                        message: None,
+                    } => None,
+                    other => Some((other.allowed, other.message)),
                 })
             })?;
-            functions.set_named_property("permit", permit)?;
             let breaker = Arc::clone(&self.inner);
-            let success = env.create_function_from_closure::<(), _, _>("success", move |ctx| {
-                bound(ctx, || {
-                    breaker.record_success();
-                    Ok(())
-                })
+            bind(env, &mut functions, "success", move || {
+                breaker.record_success();
+                Ok(())
             })?;
-            functions.set_named_property("success", success)?;
             Ok(functions)
         })
     }
 }
 
-core_methods!(FailureBreaker {
+methods!(FailureBreaker(Arc<agentbreaker::FailureBreaker>) emits ["stateChange", "warning"] {
+    "A breaker from its config (omitted keys: the defaults); with `statePath` it loads that file now."
+    fn new("config?: FailureConfig | null, clock?: Clock | null") = |config, clock| {
+        let config = FailureConfig::from_json(config)?;
+        agentbreaker::FailureBreaker::with_clock(config, clock).map(Arc::new)
+    };
     "Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED)."
     fn restore(snapshot: Snapshot "snapshot: FailureSnapshot") = restore_json;
     "Records a success: the count returns to 0; in HALF_OPEN the circuit closes."
@@ -145,21 +128,24 @@ core_methods!(FailureBreaker {
     fn snapshot() -> "FailureSnapshot" = snapshot;
 });
 
-/// The body of a bound function: [`run`] (listeners, panics, error codes), with its error thrown
-/// here, where the `Code` is known (the closure trampoline only throws `Status` errors).
-fn bound<T>(
-    ctx: FunctionCallContext<'_>,
-    work: impl FnOnce() -> Result<T, Failure>,
-) -> napi::Result<T> {
-    let env: &Env = ctx.env;
-    run(env, work).map_err(|error| {
-        if error.status != PENDING {
-            // On failure to throw there is nothing better to report: the trampoline throws
-            // the status error below instead.
-            let _ = env.throw(napi::Error::new(error.status, error.reason.clone()));
-        }
-        napi::Error::new(Status::PendingException, error.reason)
-    })
+/// Sets `functions[name]` to a function bound to `work`, which runs as an export does ([`run`]:
+/// listeners, panics, error codes), its error thrown here, where the `Code` is known (the closure
+/// trampoline only throws `Status` errors).
+fn bind<T: ToNapiValue>(
+    env: &Env,
+    functions: &mut Object<'_>,
+    name: &str,
+    work: impl Fn() -> Result<T, Failure> + 'static,
+) -> napi::Result<()> {
+    let function = env.create_function_from_closure::<(), _, _>(name, move |ctx| {
+        let env: &Env = ctx.env;
+        run(env, &work).map_err(|error| {
+            if error.status != PENDING {
+                // Failing to throw leaves nothing better: the trampoline throws the status error.
+                let _ = env.throw(napi::Error::new(error.status, error.reason.clone()));
+            }
+            napi::Error::new(Status::PendingException, error.reason)
+        })
+    })?;
+    functions.set_named_property(name, function)
 }
-
-event_source!(FailureBreaker(Arc<agentbreaker::FailureBreaker>) emits ["stateChange", "warning"]);

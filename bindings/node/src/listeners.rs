@@ -1,6 +1,5 @@
-//! JavaScript listeners on the core's event sources, and the [`event_source!`] macro that gives
-//! each class its core object, its listeners and the methods `agentbreaker.js` builds `on()` and
-//! `off()` on.
+//! JavaScript listeners on the core's event sources (the methods `agentbreaker.js` builds `on()`
+//! and `off()` on are written by the crate's `methods!` macro).
 //!
 //! The core calls listeners after releasing its locks, on the thread that caused the event. An
 //! object belongs to the JavaScript thread that made it, so every delivery runs inside the export
@@ -136,54 +135,3 @@ impl JsListeners {
         Ok(id.is_some_and(unregister))
     }
 }
-
-/// What every class over a core event source has, beside its struct (`inner`, the core object;
-/// `listeners`, its JavaScript listeners): `From` its core object, and a `#[napi] impl` block with
-/// the `listenerErrors` getter and the hidden `_addListener`/`_removeListener` methods (for the
-/// event types given) that `agentbreaker.js` builds `on()` and `off()` on.
-macro_rules! event_source {
-    ($class:ident($inner:ty) emits [$($event:tt),*]) => {
-        impl From<$inner> for $class {
-            fn from(inner: $inner) -> Self {
-                $class {
-                    inner,
-                    listeners: Default::default(),
-                }
-            }
-        }
-
-        #[napi_derive::napi]
-        impl $class {
-            /// Listener calls that threw.
-            #[napi(getter, catch_unwind)]
-            pub fn listener_errors(&self) -> f64 {
-                self.inner.listener_errors() as f64
-            }
-
-            #[doc(hidden)]
-            #[napi(js_name = "_addListener", catch_unwind, skip_typescript)]
-            pub fn add_js_listener(
-                &self,
-                env: &napi::Env,
-                kind: napi::bindgen_prelude::Unknown<'_>,
-                listener: $crate::listeners::ListenerArg<'_>,
-            ) -> $crate::error::Result<u32> {
-                let register = |l| self.inner.add_listener(l);
-                let types = &[$($event),*];
-                $crate::error::run(env, || self.listeners.add(register, types, &kind, &listener))
-            }
-
-            #[doc(hidden)]
-            #[napi(js_name = "_removeListener", catch_unwind, skip_typescript)]
-            pub fn remove_js_listener(
-                &self,
-                env: &napi::Env,
-                id: $crate::error::Arg<'_>,
-            ) -> $crate::error::Result<bool> {
-                let unregister = |l| self.inner.remove_listener(l);
-                $crate::error::run(env, || self.listeners.remove(unregister, id.as_ref()))
-            }
-        }
-    };
-}
-pub(crate) use event_source;

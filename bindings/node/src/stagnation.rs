@@ -1,16 +1,15 @@
 //! `StagnationBreaker` (contract section 3).
 
-use agentbreaker::interop::ArgKind;
+use agentbreaker::interop::{ArgKind, type_name};
 use agentbreaker::{AgentStep, IterationMetrics, StagnationConfig};
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::clock::{ClockArg, construct};
 use crate::convert::{cut, opt_json, string, wrong_type};
 use crate::error::{self, Arg, Failure, run};
-use crate::listeners::{JsListeners, event_source};
+use crate::listeners::JsListeners;
 
 /// Detects a loop that stopped making progress: no progress for a number of iterations, the
 /// same error again and again, or declining output.
@@ -24,43 +23,33 @@ pub struct StagnationBreaker {
 /// `{transient}` of `recordError`: `undefined`/`null` is `{}`; another key is refused so that a
 /// misspelt option is not silently ignored.
 fn transient_option(options: Option<&Unknown<'_>>) -> Result<bool, Failure> {
-    let what = "options";
-    let map = match opt_json(options, ArgKind::Argument, what)? {
+    let (kind, what) = (ArgKind::Argument, "options");
+    let map = match opt_json(options, kind, what)? {
         Value::Null => return Ok(false),
         Value::Object(map) => map,
-        _ => return Err(wrong_type(ArgKind::Argument, what, "an object", options)),
+        _ => return Err(wrong_type(kind, what, "an object", options)),
     };
-    if let Some(key) = map.keys().find(|k| k.as_str() != "transient") {
-        let shown = cut(format!("{key:?}"));
-        let message = format_args!("options: unknown key {shown} (allowed: transient)");
-        return Err(ArgKind::Argument.error(message).into());
+    if let Some(key) = map.keys().find(|k| *k != "transient") {
+        let key = cut(format!("{key:?}"));
+        return Err(kind
+            .error(format_args!(
+                "{what}: unknown key {key} (allowed: transient)"
+            ))
+            .into());
     }
     match map.get("transient") {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => {
-            let got = agentbreaker::interop::type_name(other);
-            let e = ArgKind::Argument.wrong_type("options.transient", "a boolean", got);
-            Err(Failure::Type(e))
-        }
+        Some(v) => Err(Failure::Type(kind.wrong_type(
+            "options.transient",
+            "a boolean",
+            type_name(v),
+        ))),
     }
 }
 
 #[napi]
 impl StagnationBreaker {
-    /// A breaker with the given config (omitted keys take the defaults) on the given clock.
-    #[napi(
-        constructor,
-        catch_unwind,
-        ts_args_type = "config?: StagnationConfig | null, clock?: Clock | null"
-    )]
-    pub fn new(env: &Env, config: Arg<'_>, clock: ClockArg<'_>) -> error::Result<Self> {
-        construct(env, &config, &clock, |config, clock| {
-            let config = StagnationConfig::from_json(config)?;
-            agentbreaker::StagnationBreaker::with_clock(config, clock)
-        })
-    }
-
     /// Records one iteration: `{filesChanged, testsPassing, outputLength}` (whole numbers >= 0;
     /// missing keys are 0).
     #[napi(catch_unwind, ts_args_type = "metrics: IterationMetrics")]
@@ -105,7 +94,11 @@ impl StagnationBreaker {
     }
 }
 
-core_methods!(StagnationBreaker {
+methods!(StagnationBreaker(agentbreaker::StagnationBreaker) emits ["stateChange"] {
+    "A breaker with the given config (omitted keys take the defaults) on the given clock."
+    fn new("config?: StagnationConfig | null, clock?: Clock | null") = |config, clock| {
+        agentbreaker::StagnationBreaker::with_clock(StagnationConfig::from_json(config)?, clock)
+    };
     "Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED)."
     fn restore(snapshot: Snapshot "snapshot: StagnationSnapshot") = restore_json;
     "Whether the loop may continue: `{allowContinue, state, reason}`."
@@ -117,5 +110,3 @@ core_methods!(StagnationBreaker {
     "The persistent form of the state."
     fn snapshot() -> "StagnationSnapshot" = snapshot;
 });
-
-event_source!(StagnationBreaker(agentbreaker::StagnationBreaker) emits ["stateChange"]);

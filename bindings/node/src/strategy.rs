@@ -6,12 +6,12 @@ use agentbreaker::{Analysis, StrategyConfig};
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
-use serde_json::{Map, Value};
+use serde_json::json;
 
-use crate::clock::{ClockArg, construct, shared_clock};
+use crate::clock::{ClockArg, shared_clock};
 use crate::convert::{opt_json, opt_string, result, string};
-use crate::error::{self, Arg, internal, run};
-use crate::listeners::{JsListeners, event_source};
+use crate::error::{self, Arg, run};
+use crate::listeners::JsListeners;
 
 /// Analyzes an agent's response: completion signals, confidence (0..100), the `EXIT_SIGNAL`
 /// line and test summaries.
@@ -63,13 +63,9 @@ macro_rules! should_exit {
                 run(env, || {
                     let analysis = opt_json(analysis.as_ref(), ArgKind::Argument, "analysis")?;
                     let state = opt_string(circuit_state.as_ref(), "circuitState")?;
+                    let analysis = Analysis::from_json(&analysis)?;
                     let state = interop::state(state.as_deref())?;
-                    result(
-                        env,
-                        &self
-                            .inner
-                            .should_exit(&Analysis::from_json(&analysis)?, state),
-                    )
+                    result(env, &self.inner.should_exit(&analysis, state))
                 })
             }
         }
@@ -85,24 +81,11 @@ pub struct ExitStrategy {
     listeners: JsListeners,
 }
 
-#[napi]
-impl ExitStrategy {
-    /// A strategy from its config (`null`/`undefined`: `{type: 'auto'}`); the clock stamps the
-    /// warning events of a fix plan.
-    #[napi(
-        constructor,
-        catch_unwind,
-        ts_args_type = "config?: StrategyConfig | null, clock?: Clock | null"
-    )]
-    pub fn new(env: &Env, config: Arg<'_>, clock: ClockArg<'_>) -> error::Result<Self> {
-        construct(env, &config, &clock, |config, clock| {
-            let config = StrategyConfig::from_json(config)?;
-            Ok(agentbreaker::ExitStrategy::with_clock(config, clock))
-        })
-    }
-}
-
-core_methods!(ExitStrategy {
+methods!(ExitStrategy(agentbreaker::ExitStrategy) emits ["warning"] {
+    "A strategy from its config (default `{type: 'auto'}`); the clock stamps a fix plan's warnings."
+    fn new("config?: StrategyConfig | null, clock?: Clock | null") = |config, clock| {
+        Ok(agentbreaker::ExitStrategy::with_clock(StrategyConfig::from_json(config)?, clock))
+    };
     "The fix plan's progress for a `fix_plan` strategy, `null` for any other."
     fn plan_status() -> "PlanStatus | null" = plan_status;
     "Forgets everything seen."
@@ -120,21 +103,6 @@ pub struct FixPlan {
 
 #[napi]
 impl FixPlan {
-    /// A plan from `{steps: [{description, completed?, attempts?, maxAttempts?}]}` or
-    /// `{markdown}` (a `- [ ]` / `- [x]` checklist), with an optional plan-wide `maxAttempts`
-    /// (default 3).
-    #[napi(
-        constructor,
-        catch_unwind,
-        ts_args_type = "config: FixPlanConfig, clock?: Clock | null"
-    )]
-    pub fn new(env: &Env, config: Arg<'_>, clock: ClockArg<'_>) -> error::Result<Self> {
-        construct(env, &config, &clock, |config, clock| {
-            let config = StrategyConfig::fix_plan_from_json(config)?;
-            Ok(agentbreaker::ExitStrategy::with_clock(config, clock))
-        })
-    }
-
     /// A plan read from a markdown checklist (`- [ ]` open, `- [x]` done; other lines ignored).
     #[napi(
         factory,
@@ -148,38 +116,27 @@ impl FixPlan {
         clock: ClockArg<'_>,
     ) -> error::Result<Self> {
         run(env, || {
-            let mut config = Map::new();
             let markdown = string(markdown.as_ref(), "markdown")?;
-            config.insert("markdown".into(), Value::String(markdown));
-            let n = opt_json(max_attempts.as_ref(), ArgKind::Config, "maxAttempts")?;
-            if !n.is_null() {
-                config.insert("maxAttempts".into(), n);
-            }
-            let config = StrategyConfig::fix_plan_from_json(&Value::Object(config))?;
+            let max_attempts = opt_json(max_attempts.as_ref(), ArgKind::Config, "maxAttempts")?;
+            let config = json!({"markdown": markdown, "maxAttempts": max_attempts});
+            let config = StrategyConfig::fix_plan_from_json(&config)?;
             Ok(agentbreaker::ExitStrategy::with_clock(config, shared_clock(&clock)?).into())
-        })
-    }
-
-    /// The steps and the index of the step being worked on (`null` when none is left).
-    #[napi(catch_unwind, ts_return_type = "PlanStatus")]
-    pub fn get_status<'e>(&self, env: &'e Env) -> error::Result<Unknown<'e>> {
-        run(env, || {
-            let status = self.inner.plan_status();
-            result(
-                env,
-                &status.ok_or_else(|| internal("a FixPlan without a plan"))?,
-            )
         })
     }
 }
 
-core_methods!(FixPlan {
+methods!(FixPlan(agentbreaker::ExitStrategy) emits ["warning"] {
+    "A plan from `{steps: [{description, ...}]}` or `{markdown}`, with an optional `maxAttempts`."
+    fn new("config: FixPlanConfig, clock?: Clock | null") = |config, clock| {
+        let config = StrategyConfig::fix_plan_from_json(config)?;
+        Ok(agentbreaker::ExitStrategy::with_clock(config, clock))
+    };
+    "The steps and the index of the step being worked on (`null` when none is left)."
+    fn get_status() -> "PlanStatus" = plan_status;
     "Back to the plan as configured."
     fn reset() = reset;
 });
 
-event_source!(ExitStrategy(agentbreaker::ExitStrategy) emits ["warning"]);
-event_source!(FixPlan(agentbreaker::ExitStrategy) emits ["warning"]);
 should_exit!(
     ExitStrategy,
     "Sees one iteration's analysis (from `analyze()`) and the circuit state (default `'CLOSED'`)."
