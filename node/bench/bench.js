@@ -4,7 +4,9 @@
 // protocol is in tools/bench_table.py).
 //
 // Every figure is the median, over REPS repetitions, of the time per operation of a timing loop
-// that runs for at least MIN_LOOP_NS (process.hrtime.bigint). Ours and the peer are measured in
+// that runs for at least MIN_LOOP_NS (process.hrtime.bigint). Beside it, `cpu_ns`: the median CPU
+// time of the process per operation over the same loops (process.cpuUsage), which the other
+// processes of a shared machine do not inflate as they do the wall-clock figure. Ours and the peer are measured in
 // this one process, interleaved (ours, peer, ours, peer, ...), after a warm-up of each loop. Each
 // case has a loop of its own, so no call site is shared between two cases (V8 would then
 // optimise one for both). Guarded calls are many sequential awaits in a loop.
@@ -164,19 +166,33 @@ function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
-/** ns per operation of each named loop: REPS rounds, each loop once per round, in turn. */
+/** ns per operation of each named loop ({wall, cpu}): REPS rounds, each loop once per round, in turn. */
 async function measure(names) {
   const counts = {}
   for (const name of names) counts[name] = await calibrate(loops[name])
-  const samples = Object.fromEntries(names.map((name) => [name, []]))
+  const wall = Object.fromEntries(names.map((name) => [name, []]))
+  const cpu = Object.fromEntries(names.map((name) => [name, []]))
   for (let rep = 0; rep < REPS; rep++) {
-    for (const name of names) samples[name].push((await loops[name](counts[name])) / counts[name])
+    for (const name of names) {
+      const before = process.cpuUsage()
+      wall[name].push((await loops[name](counts[name])) / counts[name])
+      const used = process.cpuUsage(before)
+      cpu[name].push(((used.user + used.system) * 1000) / counts[name])
+    }
   }
-  return Object.fromEntries(names.map((name) => [name, median(samples[name])]))
+  return Object.fromEntries(names.map((name) => [name, { wall: median(wall[name]), cpu: median(cpu[name]) }]))
 }
 
-function row(operation, oursNs, peer, peerNs, extra) {
-  return { surface: 'node', operation, ours_ns: round(oursNs), peer, peer_ns: peerNs === null ? null : round(peerNs), ...extra }
+function row(operation, ours, peer, peerNs, extra) {
+  return {
+    surface: 'node',
+    operation,
+    ours_ns: round(ours.wall),
+    peer,
+    peer_ns: peerNs === null ? null : round(peerNs.wall),
+    ...extra,
+    cpu_ns: round(ours.cpu),
+  }
 }
 
 function round(ns) {
@@ -254,7 +270,7 @@ async function main() {
   fs.writeFileSync(OUT, rows.map((r) => JSON.stringify(r)).join('\n') + '\n')
   for (const r of rows) {
     const ratio = r.peer_ns === null ? '' : `  ${r.peer} ${r.peer_ns} ns  ratio ${(r.peer_ns / r.ours_ns).toFixed(1)}x`
-    console.log(`${r.operation}: ours ${r.ours_ns} ns${ratio}`)
+    console.log(`${r.operation}: ours ${r.ours_ns} ns (CPU ${r.cpu_ns} ns)${ratio}`)
   }
   console.log(`wrote ${OUT}`)
 }

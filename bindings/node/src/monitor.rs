@@ -55,9 +55,9 @@ impl Monitor {
 
     /// `observe()` of an event given as JSON text, answered as JSON text: the fast path of
     /// `agentbreaker.js`, which sends plain events through `JSON.stringify` and reads the verdict
-    /// with `JSON.parse` (issue 15 wants observe under 5 us). On this 2-core machine under load,
-    /// CPU time per event of a tool_use/tool_result(1 KB)/progress cycle: 4.3 us through the
-    /// walker and a `JSON.parse` called from Rust, 2.6 us this way.
+    /// with `JSON.parse` (issue 15 wants observe under 5 us). CPU time of `observe()` of a
+    /// tool_use on the shared 2-core machine of the first measure: 4.3 us through the walker and a
+    /// `JSON.parse` called from Rust, 2.7 us this way (3.6 us a tool_use/tool_result/progress).
     #[doc(hidden)]
     #[napi(js_name = "_observeJson", catch_unwind, skip_typescript)]
     pub fn observe_json(&self, env: &Env, event: Arg<'_>) -> error::Result<String> {
