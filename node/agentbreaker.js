@@ -191,16 +191,16 @@ const PLAIN_LENGTH = 100_000
 
 /**
  * Whether `JSON.stringify(value)` is exactly the JSON the addon's walker would build from it:
- * well-formed strings, finite numbers (whole ones within 2^53: beyond, the shortest decimal
- * JavaScript writes is not the double's own integer), booleans, `null`, `undefined` inside an
- * object or array (left out, or `null`, by both), and plain objects and arrays without `toJSON`.
+ * well-formed strings, numbers within ±2^53 (beyond, the shortest decimal JavaScript writes is not
+ * the double's own integer), booleans, `null`, `undefined` inside an object or array (left out,
+ * or `null`, by both), and plain objects and arrays without `toJSON`.
  */
 function isPlainJson(value, depth) {
   switch (typeof value) {
     case 'string':
       return value.isWellFormed()
     case 'number':
-      return Math.abs(value) <= Number.MAX_SAFE_INTEGER || (Number.isFinite(value) && !Number.isInteger(value))
+      return Math.abs(value) <= Number.MAX_SAFE_INTEGER // NaN and the infinities are not
     case 'boolean':
       return true
     case 'undefined':
