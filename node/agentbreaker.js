@@ -13,6 +13,13 @@
 //   listener that refers to its breaker never keeps the breaker alive. The addon calls the
 //   trampoline synchronously, inside the call that caused the event; a listener that throws is
 //   isolated and counted in `listenerErrors`.
+// - `monitor.observe(event)`: a plain event (the JSON-like objects agents emit) crosses as one
+//   JSON text and its verdict comes back as one (`_observeJson`): a walk of the object through
+//   Node-API costs a call per key and value, `JSON.stringify` and `JSON.parse` in V8 a fraction
+//   of that. Anything else (a Date, a class instance, NaN, a getter-laden Proxy, ...) goes
+//   through the addon's walker, which converts or refuses it by the rules every binding shares.
+// - `AgentHaltedError`, what code watched by a Monitor throws to stop the agent on a halt verdict
+//   (the framework adapters throw it): an Error with code `HALTED` and the verdict.
 //
 // The TypeScript declarations of both are in types/header.d.ts (and so in index.d.ts).
 
@@ -139,7 +146,7 @@ function recordSuccess() {
 
 function checkSource(target, method) {
   if (target === null || typeof target !== 'object' || typeof target._addListener !== 'function') {
-    throw invalidArgument(`${method}() must be called on a breaker, strategy, fix plan or loop`)
+    throw invalidArgument(`${method}() must be called on a breaker, strategy, fix plan, loop or monitor`)
   }
 }
 
@@ -178,6 +185,57 @@ function off(type, listener) {
   return this
 }
 
+/** How deep and how long a plain event may be (beyond: the walker decides). */
+const PLAIN_DEPTH = 64
+const PLAIN_LENGTH = 100_000
+
+/**
+ * Whether `JSON.stringify(value)` is exactly the JSON the addon's walker would build from it:
+ * well-formed strings, numbers within ±2^53 (beyond, the shortest decimal JavaScript writes is not
+ * the double's own integer), booleans, `null`, `undefined` inside an object or array (left out,
+ * or `null`, by both), and plain objects and arrays without `toJSON`.
+ */
+function isPlainJson(value, depth) {
+  switch (typeof value) {
+    case 'string':
+      return value.isWellFormed()
+    case 'number':
+      return Math.abs(value) <= Number.MAX_SAFE_INTEGER // NaN and the infinities are not
+    case 'boolean':
+      return true
+    case 'undefined':
+      return depth > 0
+    case 'object':
+      break
+    default:
+      return false
+  }
+  if (value === null) return true
+  if (depth >= PLAIN_DEPTH || typeof value.toJSON === 'function') return false
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype || value.length > PLAIN_LENGTH) return false
+    for (let i = 0; i < value.length; i++) {
+      if (!isPlainJson(value[i], depth + 1)) return false
+    }
+    return true
+  }
+  const proto = Object.getPrototypeOf(value)
+  if (proto !== Object.prototype && proto !== null) return false
+  for (const key in value) {
+    if (!isPlainJson(value[key], depth + 1)) return false
+  }
+  return true
+}
+
+const nativeObserve = native.Monitor.prototype.observe
+
+function observe(event) {
+  if (this instanceof native.Monitor && isPlainJson(event, 0)) {
+    return JSON.parse(this._observeJson(JSON.stringify(event)))
+  }
+  return nativeObserve.call(this, event)
+}
+
 function define(target, name, value) {
   Object.defineProperty(target.prototype, name, { value, writable: true, configurable: true })
 }
@@ -185,6 +243,7 @@ function define(target, name, value) {
 define(native.FailureBreaker, 'call', call)
 define(native.FailureBreaker, 'shouldAllowOperation', shouldAllowOperation)
 define(native.FailureBreaker, 'recordSuccess', recordSuccess)
+define(native.Monitor, 'observe', observe)
 for (const source of [
   native.FailureBreaker,
   native.StagnationBreaker,
@@ -192,11 +251,32 @@ for (const source of [
   native.ExitStrategy,
   native.FixPlan,
   native.Loop,
+  native.Monitor,
 ]) {
   define(source, 'on', on)
   define(source, 'off', off)
 }
 
+/**
+ * Thrown to stop an agent when a Monitor halts its task: `code` is `'HALTED'`, `verdict` the halt
+ * verdict (`{action, reason, message, nudge, taskId, step, detail}`), `message` the verdict's.
+ * Built from a verdict, or from a message alone (a verdict with that message and no rule).
+ */
+class AgentHaltedError extends Error {
+  constructor(verdict) {
+    if (typeof verdict === 'string') {
+      verdict = { action: 'halt', reason: null, message: verdict, nudge: null, taskId: null, step: 0, detail: null }
+    } else if (verdict === null || typeof verdict !== 'object' || Array.isArray(verdict)) {
+      throw invalidArgument(`AgentHaltedError takes the halt verdict (an object) or a message, not ${verdict === null ? 'null' : typeof verdict}`)
+    }
+    super(typeof verdict.message === 'string' && verdict.message !== '' ? verdict.message : 'the task was halted')
+    Object.defineProperty(this, 'name', { value: 'AgentHaltedError', writable: true, configurable: true })
+    this.code = 'HALTED'
+    this.verdict = verdict
+  }
+}
+
 // Written as a re-export so that Node's ESM loader sees the named exports of index.js
-// (`import { FailureBreaker } from 'agentbreaker'`).
+// (`import { FailureBreaker } from 'agentbreaker'`), plus the one class defined here.
 module.exports = require('./index.js')
+module.exports.AgentHaltedError = AgentHaltedError

@@ -3,7 +3,8 @@
 
 // ---------------------------------------------------------------------------------------------
 // This header is written by hand (types/header.d.ts); `napi build` puts it in front of the
-// declarations it generates from the Rust binding. The shapes are the JSON shapes of the SPEC.
+// declarations it generates from the Rust binding. The shapes are the JSON shapes of the contract
+// (docs/contract.md; the Monitor's: docs/monitor.md).
 
 /** A circuit state. */
 export type CircuitState = 'CLOSED' | 'HALF_OPEN' | 'OPEN'
@@ -17,6 +18,7 @@ export type ErrorCode =
   | 'IO'
   | 'INTERNAL'
   | 'CIRCUIT_OPEN'
+  | 'HALTED'
 
 /**
  * What the library throws: an `Error` (a `TypeError` for a value of the wrong JavaScript type)
@@ -27,7 +29,7 @@ export interface AgentBreakerError extends Error {
 }
 
 /**
- * How error texts are compared (SPEC 6); `key_line` compares an error's key line (its first
+ * How error texts are compared (contract section 6); `key_line` compares an error's key line (its first
  * non-empty line, or a Python traceback's last one), normalized.
  */
 export type ErrorMatch = 'exact' | 'normalized' | 'template' | 'key_line'
@@ -35,7 +37,7 @@ export type ErrorMatch = 'exact' | 'normalized' | 'template' | 'key_line'
 /** A clock for breakers: a `ManualClock` in tests, the `SystemClock` (the default) otherwise. */
 export type Clock = ManualClock | SystemClock
 
-// Events (SPEC 8) --------------------------------------------------------------------------------
+// Events (contract section 8) ----------------------------------------------------------------------
 
 export interface StateChangeEvent {
   type: 'stateChange'
@@ -59,8 +61,11 @@ export interface HaltEvent {
 
 export type BreakerEvent = StateChangeEvent | WarningEvent | HaltEvent
 
+/** A Monitor's warning or halt: the verdict's keys, with `type` and `atMs`. */
+export type VerdictEvent = RuleVerdict & { type: 'verdict'; atMs: number }
+
 /** `on()`/`off()` of an object emitting events `E`. */
-export interface EventListeners<E extends BreakerEvent> {
+export interface EventListeners<E extends { type: string }> {
   /**
    * Calls `listener` with every event of `type`, synchronously, inside the call that caused it.
    * A listener that throws is isolated (counted in `listenerErrors`).
@@ -70,7 +75,7 @@ export interface EventListeners<E extends BreakerEvent> {
   off<K extends E['type']>(type: K, listener: (event: Extract<E, { type: K }>) => void): this
 }
 
-// FailureBreaker (SPEC 2) -------------------------------------------------------------------------
+// FailureBreaker (contract section 2) ---------------------------------------------------------------
 
 export interface FailureConfig {
   /** Consecutive failures that open the circuit (>= 1). Default 5. */
@@ -157,7 +162,7 @@ export interface FailureBreaker extends EventListeners<FailureBreakerEvent> {
   call<A extends unknown[], T>(fn: (...args: A) => T | PromiseLike<T>, ...args: A): Promise<Awaited<T>>
 }
 
-// StagnationBreaker (SPEC 3) ----------------------------------------------------------------------
+// StagnationBreaker (contract section 3) ------------------------------------------------------------
 
 export interface StagnationConfig {
   /** Iterations without progress that move CLOSED to HALF_OPEN (>= 1). Default 3. */
@@ -182,6 +187,8 @@ export interface StagnationConfig {
   failWindow?: number
   /** Percent of failed steps in the fail window (1..100). Default 90. */
   failWindowPercent?: number
+  /** Monitor only: no-progress counts only steps using at most this many distinct actions; 0 = off (default). */
+  noProgressDistinctActions?: number
 }
 
 /** One agent step for the step detectors: what it did and what came back. */
@@ -239,7 +246,7 @@ export interface StagnationSnapshot {
 
 export interface StagnationBreaker extends EventListeners<StateChangeEvent> {}
 
-// BudgetBreaker (SPEC 4) --------------------------------------------------------------------------
+// BudgetBreaker (contract section 4) -----------------------------------------------------------------
 
 /** Cents per million tokens; omitted components are 0. */
 export interface Price {
@@ -363,7 +370,7 @@ export interface OutputLoopHalt extends HaltBase {
   threshold: number
 }
 
-/** Why a task was halted (SPEC 4's table). */
+/** Why a task was halted (the table of contract section 4). */
 export type Halt = ToolCallLimitHalt | TokenSpendLimitHalt | DurationLimitHalt | IdleTimeoutHalt | OutputLoopHalt
 export type HaltKind = Halt['kind']
 export type HaltSlug = Halt['slug']
@@ -387,7 +394,7 @@ export interface BudgetSnapshot {
 
 export interface BudgetBreaker extends EventListeners<HaltEvent> {}
 
-// Analyzer, strategies, fix plans (SPEC 5) --------------------------------------------------------
+// Analyzer, strategies, fix plans (contract section 5) -----------------------------------------------
 
 export interface CompletionSignal {
   detected: boolean
@@ -455,7 +462,7 @@ export interface PlanStatus {
 export interface ExitStrategy extends EventListeners<WarningEvent> {}
 export interface FixPlan extends EventListeners<WarningEvent> {}
 
-// Loop (SPEC 5) -----------------------------------------------------------------------------------
+// Loop (contract section 5) --------------------------------------------------------------------------
 
 export interface LoopConfig {
   /** Iterations before the loop gives up (>= 1). Default 50. */
@@ -504,7 +511,7 @@ export interface LoopStatus {
 
 export interface Loop extends EventListeners<BreakerEvent> {}
 
-// Configuration from the environment (SPEC 7) -----------------------------------------------------
+// Configuration from the environment (contract section 7) --------------------------------------------
 
 export interface EnvWarning {
   variable: string
@@ -531,6 +538,240 @@ export interface Profile {
   budget: ResolvedBudgetConfig
 }
 
+// Monitor (contract section 11, docs/monitor.md) --------------------------------------------------
+
+/** What a verdict says to do. */
+export type VerdictAction = 'continue' | 'warn' | 'halt'
+
+/** The stable slug of the rule behind a warning or a halt. */
+export type RuleSlug =
+  | 'tool_call_limit'
+  | 'tool_limit'
+  | 'token_spend_limit'
+  | 'duration_limit'
+  | 'idle_timeout'
+  | 'repeated_step'
+  | 'cycle'
+  | 'fail_streak'
+  | 'fail_window'
+  | 'same_error'
+  | 'consecutive_failures'
+  | 'no_progress'
+  | 'output_decline'
+  | 'output_loop'
+
+/** A rule's figures: `count`/`threshold` for count rules, contract section 4's fields for budgets, `tool` for tool limits. */
+export interface VerdictDetail {
+  count?: number
+  threshold?: number
+  tool?: string
+  actual?: number
+  limit?: number
+  [key: string]: unknown
+}
+
+/** The answer to an event no rule objects to. */
+export interface ContinueVerdict {
+  action: 'continue'
+  reason: null
+  message: null
+  nudge: null
+  /** The task the event counted for; `null` for an event of an unknown type. */
+  taskId: string | null
+  /** The task's step (0 before its first). */
+  step: number
+  detail: null
+}
+
+/** A warning (a rule near its threshold) or a halt (a rule tripped: stop the task). */
+export interface RuleVerdict {
+  action: 'warn' | 'halt'
+  reason: RuleSlug
+  /** What tripped, with the counts, for people. */
+  message: string
+  /** What to do differently, for the model. */
+  nudge: string
+  taskId: string
+  step: number
+  detail: VerdictDetail
+}
+
+/** A Monitor's answer to one event. */
+export type Verdict = ContinueVerdict | RuleVerdict
+
+/** Fields every Monitor event may carry; keys the Monitor does not read are allowed. */
+export interface MonitorEventBase {
+  /** The task it counts for (1–256 bytes); default: the task on top of the stack, or `'session'`. */
+  taskId?: string | null
+  [key: string]: unknown
+}
+
+/** A model call ended: the open step completes, a new one begins. */
+export interface MonitorAssistantEvent extends MonitorEventBase {
+  type: 'assistant'
+  text: string
+}
+
+/** A tool call, counted against the budgets at once. */
+export interface MonitorToolUseEvent extends MonitorEventBase {
+  type: 'tool_use'
+  name: string
+  input?: unknown
+  id?: string | null
+}
+
+/** A call's outcome, paired with its call by `id`, else `name`, else order. */
+export interface MonitorToolResultEvent extends MonitorEventBase {
+  type: 'tool_result'
+  ok: boolean
+  text?: string | null
+  id?: string | null
+  name?: string | null
+}
+
+/** Spend: token counts priced by the budget's table, or `costCents` (0–1e15); one of the two. */
+export interface MonitorUsageEvent extends MonitorEventBase {
+  type: 'usage'
+  model?: string | null
+  usage?: UsageEvent['usage'] | null
+  costCents?: number | null
+}
+
+/** An agent-level failure (a failed model call); a transient one never counts. */
+export interface MonitorErrorEvent extends MonitorEventBase {
+  type: 'error'
+  text: string
+  transient?: boolean | null
+}
+
+/** Work was done: files changed (a list or a count), tests passing, the resulting content's digest. */
+export interface MonitorProgressEvent extends MonitorEventBase {
+  type: 'progress'
+  files?: string[] | number | null
+  testsPassing?: number | null
+  digest?: string | null
+}
+
+/** A task starts (pushed on the stack) or ends (dropped). */
+export interface MonitorHeartbeatEvent extends MonitorEventBase {
+  type: 'heartbeat'
+  taskId: string
+  phase: 'starting' | 'done' | 'error'
+}
+
+/** The agent is working: refreshes the idle timer only. */
+export interface MonitorAliveEvent extends MonitorEventBase {
+  type: 'alive'
+}
+
+/**
+ * An event for `Monitor.observe()`. An event of another `type` is accepted at run time (ignored
+ * and counted in `ignoredEvents`); a malformed one is `INVALID_EVENT`.
+ */
+export type MonitorEvent =
+  | MonitorAssistantEvent
+  | MonitorToolUseEvent
+  | MonitorToolResultEvent
+  | MonitorUsageEvent
+  | MonitorErrorEvent
+  | MonitorProgressEvent
+  | MonitorHeartbeatEvent
+  | MonitorAliveEvent
+
+/** A Monitor's configuration: a profile, the breakers' keys laid over it key by key, the ladder. */
+export interface MonitorConfig {
+  /** Default `'coding-agent'`. */
+  profile?: ProfileName | null
+  /** Of these the Monitor uses `failureThreshold`, `identicalErrorThreshold` and `errorMatch`. */
+  failure?: FailureConfig | null
+  stagnation?: StagnationConfig | null
+  budget?: BudgetConfig | null
+  /** The most calls of a tool one task may make, by tool name (at most 256 tools). */
+  toolLimits?: Record<string, number> | null
+  /** Counts before a rule's threshold its warning comes (0–1000; 0 = none). Default 2. */
+  warnBefore?: number | null
+  /** Percent of each budget at which it warns (0–100; 0 = none). Default 80. */
+  budgetWarnPercent?: number | null
+  /** The clock (or pass it second, as to the other constructors). Default: the system clock. */
+  clock?: Clock | null
+}
+
+/** The configuration in effect: the profile's values with the overrides. */
+export interface ResolvedMonitorConfig {
+  profile: ProfileName
+  failure: FailureConfig
+  stagnation: StagnationConfig
+  budget: ResolvedBudgetConfig
+  toolLimits: Record<string, number>
+  warnBefore: number
+  budgetWarnPercent: number
+}
+
+/** Where one rule of a task stands. */
+export interface RuleStatus {
+  count: number
+  threshold: number
+}
+
+export interface MonitorTaskStatus {
+  taskId: string
+  steps: number
+  toolCalls: number
+  /** At most 64 tools (and every tool of `toolLimits`). */
+  toolCallsByName: Record<string, number>
+  spendCents: number
+  durationSecs: number
+  idleSecs: number
+  rules: Partial<Record<RuleSlug, RuleStatus>>
+  halted: boolean
+  /** The halt every later event of the task answers with, until `reset()` or its `done` heartbeat. */
+  halt: RuleVerdict | null
+  unpairedResults: number
+}
+
+export interface MonitorStatus {
+  profile: ProfileName
+  /** Open tasks, in the order they were opened. */
+  tasks: MonitorTaskStatus[]
+  /** The active-task stack, bottom first. */
+  stack: string[]
+  ignoredEvents: number
+}
+
+/** Everything a restored monitor needs (hashes as 16 hex digits, so JSON carries them intact). */
+export interface MonitorSnapshot {
+  version: 1
+  kind: 'monitor'
+  tasks: Array<Record<string, unknown>>
+  stack: string[]
+  ignoredEvents: number
+  lastEventAt: number | null
+}
+
+export interface Monitor extends EventListeners<VerdictEvent> {}
+
+/**
+ * Thrown to stop an agent when a Monitor halts its task (the framework adapters throw it):
+ * `code` is `'HALTED'`, `verdict` the halt verdict, `message` its message. Built from a verdict,
+ * or from a message alone (a verdict with that message and no rule).
+ */
+export declare class AgentHaltedError extends Error {
+  constructor(verdict: RuleVerdict | string)
+  readonly code: 'HALTED'
+  readonly verdict: RuleVerdict | MessageVerdict
+}
+
+/** The verdict of an `AgentHaltedError` built from a message alone. */
+export interface MessageVerdict {
+  action: 'halt'
+  reason: null
+  message: string
+  nudge: null
+  taskId: null
+  step: 0
+  detail: null
+}
+
 // ---------------------------------------------------------------------------------------------
 // Generated from the Rust binding:
 
@@ -544,15 +785,12 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /**
  * Per-task halt conditions over an agent's event stream: tool calls, spend, duration, idle time
- * and near-identical outputs (seed 003).
+ * and near-identical outputs.
  */
 export declare class BudgetBreaker {
   /** A breaker with the given config (omitted keys take the defaults) on the given clock. */
   constructor(config?: BudgetConfig | null, clock?: Clock | null)
-  /**
-   * Ingests one event; returns the halt it caused, or `null`. A malformed event is
-   * `INVALID_EVENT` and changes nothing.
-   */
+  /** Ingests one event; returns the halt it caused, or `null`. A bad event changes nothing. */
   ingest(event: AgentEvent): Halt | null
   /** Checks duration and idle time of every open task (call it about once a second). */
   tick(): Halt[]
@@ -569,46 +807,45 @@ export declare class BudgetBreaker {
  * `'circuit_breaker'` or `'composite'`.
  */
 export declare class ExitStrategy {
-  /**
-   * A strategy from its config (`null`/`undefined`: `{type: 'auto'}`); the clock stamps the
-   * warning events of a fix plan.
-   */
+  /** A strategy from its config (default `{type: 'auto'}`); the clock stamps a fix plan's warnings. */
   constructor(config?: StrategyConfig | null, clock?: Clock | null)
-  /**
-   * Sees one iteration's analysis (from `analyze()`) and the circuit state (default
-   * `'CLOSED'`); says whether to exit and why.
-   */
-  shouldExit(analysis: Analysis, circuitState?: CircuitState | null): ExitDecision
   /** The fix plan's progress for a `fix_plan` strategy, `null` for any other. */
   planStatus(): PlanStatus | null
   /** Forgets everything seen. */
   reset(): void
   /** Listener calls that threw. */
   get listenerErrors(): number
+  /** Sees one iteration's analysis (from `analyze()`) and the circuit state (default `'CLOSED'`). */
+  shouldExit(analysis: Analysis, circuitState?: CircuitState | null): ExitDecision
 }
 
 /**
- * Consecutive failures open the circuit; after a cooldown one probe decides whether it closes
- * again (seed 004).
+ * Consecutive failures open the circuit; after a cooldown one probe decides whether it
+ * closes again.
  */
 export declare class FailureBreaker {
-  /**
-   * A breaker with the given config (camelCase keys; omitted keys take the defaults) on the
-   * given clock (default: the system clock). With `statePath`, the state file is loaded now.
-   */
-  constructor(config?: FailureConfig | null, clock?: Clock | null)
-  /** Records a success: the count returns to 0; in HALF_OPEN the circuit closes. */
-  recordSuccess(): void
   /** Records a failure with its error text. */
   recordFailure(error: string): void
-  /** Whether an operation may run now; in OPEN with the cooldown over this call is the probe. */
-  shouldAllowOperation(): Permission
   /**
    * `shouldAllowOperation()` that throws a `CIRCUIT_OPEN` error (with the refusal message)
    * when refused. After it returns, run the operation and record its outcome.
    */
   tryAcquire(): Permission
-  /** The status object of SPEC 2. */
+  /** Writes the snapshot to `path` atomically. */
+  save(path: string): void
+  /** Restores from `path`; false (and no change) when the file does not exist. */
+  load(path: string): boolean
+  /** The current state (without the lazy OPEN→HALF_OPEN move). */
+  get state(): CircuitState
+  /** A breaker from its config (omitted keys: the defaults); with `statePath` it loads that file now. */
+  constructor(config?: FailureConfig | null, clock?: Clock | null)
+  /** Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED). */
+  restore(snapshot: FailureSnapshot): void
+  /** Records a success: the count returns to 0; in HALF_OPEN the circuit closes. */
+  recordSuccess(): void
+  /** Whether an operation may run now; in OPEN with the cooldown over this call is the probe. */
+  shouldAllowOperation(): Permission
+  /** The status object: state, counts, the failure history, the cooldown. */
   getStatus(): FailureStatus
   /** Lifetime counters (never reset). */
   metrics(): FailureMetrics
@@ -616,45 +853,27 @@ export declare class FailureBreaker {
   reset(): void
   /** The persistent form of the state. */
   snapshot(): FailureSnapshot
-  /**
-   * Replaces the state with a snapshot's (an OPEN snapshot stays OPEN; HALF_OPEN comes back
-   * CLOSED). A malformed snapshot is `INVALID_SNAPSHOT` and changes nothing.
-   */
-  restore(snapshot: FailureSnapshot): void
-  /** Writes the snapshot to `path` atomically. */
-  save(path: string): void
-  /** Restores from `path`; false (and no change) when the file does not exist. */
-  load(path: string): boolean
-  /** The current state (without the lazy OPEN→HALF_OPEN move). */
-  get state(): CircuitState
   /** Listener calls that threw. */
   get listenerErrors(): number
 }
 
 /**
- * A fix plan on its own: steps worked on in order, each completed by a response that signals
- * completion or skipped after `maxAttempts` responses that do not.
+ * A fix plan on its own: steps worked on in order, each completed by a response that
+ * signals completion or skipped after `maxAttempts` responses that do not.
  */
 export declare class FixPlan {
-  /**
-   * A plan from `{steps: [{description, completed?, attempts?, maxAttempts?}]}` or
-   * `{markdown}` (a `- [ ]` / `- [x]` checklist), with an optional plan-wide `maxAttempts`
-   * (default 3).
-   */
-  constructor(config: FixPlanConfig, clock?: Clock | null)
   /** A plan read from a markdown checklist (`- [ ]` open, `- [x]` done; other lines ignored). */
   static fromMarkdown(markdown: string, maxAttempts?: number | null, clock?: Clock | null): FixPlan
-  /**
-   * Sees one iteration's analysis (from `analyze()`): a detected completion completes the
-   * current step, anything else is an attempt.
-   */
-  shouldExit(analysis: Analysis, circuitState?: CircuitState | null): ExitDecision
+  /** A plan from `{steps: [{description, ...}]}` or `{markdown}`, with an optional `maxAttempts`. */
+  constructor(config: FixPlanConfig, clock?: Clock | null)
   /** The steps and the index of the step being worked on (`null` when none is left). */
   getStatus(): PlanStatus
   /** Back to the plan as configured. */
   reset(): void
   /** Listener calls that threw. */
   get listenerErrors(): number
+  /** Sees one iteration's analysis: a detected completion completes the step, else an attempt. */
+  shouldExit(analysis: Analysis, circuitState?: CircuitState | null): ExitDecision
 }
 
 /**
@@ -662,15 +881,9 @@ export declare class FixPlan {
  * outcome.
  */
 export declare class Loop {
-  /**
-   * A loop from `{maxIterations, strategy, stagnation, budget}` (omitted keys take the
-   * defaults; without `budget` there are no budget checks) on the given clock.
-   */
+  /** A loop from `{maxIterations, strategy, stagnation, budget}` (no `budget`: no budget checks). */
   constructor(config?: LoopConfig | null, clock?: Clock | null)
-  /**
-   * Observes one iteration: `{output, filesChanged?, testsPassing?, error?, events?}`. After an
-   * exit every call is `INVALID_ARGUMENT` until `reset()`.
-   */
+  /** Observes one iteration; after an exit every call is `INVALID_ARGUMENT` until `reset()`. */
   observe(observation: Observation): LoopDecision
   /** Where the loop stands. */
   getStatus(): LoopStatus
@@ -696,12 +909,41 @@ export declare class ManualClock {
 }
 
 /**
- * Detects a loop that stopped making progress: no progress for a number of iterations, the same
- * error again and again, or declining output (seeds 000/001).
+ * Watches an agent: `new Monitor({profile: 'coding-agent', toolLimits: {web_fetch: 20}})`,
+ * then `observe(event)` for every event the agent emits; each answer is a verdict
+ * (`{action, reason, message, nudge, taskId, step, detail}`) saying continue, warn (with a
+ * nudge for the model) or halt.
+ */
+export declare class Monitor {
+  /**
+   * A monitor from `{profile?, failure?, stagnation?, budget?, toolLimits?, warnBefore?,
+   * budgetWarnPercent?, clock?}` (omitted keys take the `coding-agent` profile's values); the
+   * clock may also come second, as for the other classes (default: the system clock).
+   */
+  constructor(config?: MonitorConfig | null, clock?: Clock | null)
+  /** The configuration in effect: the profile with the overrides. */
+  get config(): ResolvedMonitorConfig
+  /** Takes one event; returns its verdict. A malformed event is `INVALID_EVENT`, changes nothing. */
+  observe(event: MonitorEvent): Verdict
+  /** Replaces the state with a snapshot's; a bad one is `INVALID_SNAPSHOT` and changes nothing. */
+  restore(snapshot: MonitorSnapshot): void
+  /** Checks the duration and idle limits of every open task now (call it about once a second). */
+  tick(): Verdict[]
+  /** Where every task and rule stands now. */
+  status(): MonitorStatus
+  /** Everything needed to continue later, in another process too (`restore` takes it back). */
+  snapshot(): MonitorSnapshot
+  /** Forgets every task and counter; the configuration stays. */
+  reset(): void
+  /** Listener calls that threw. */
+  get listenerErrors(): number
+}
+
+/**
+ * Detects a loop that stopped making progress: no progress for a number of iterations, the
+ * same error again and again, or declining output.
  */
 export declare class StagnationBreaker {
-  /** A breaker with the given config (omitted keys take the defaults) on the given clock. */
-  constructor(config?: StagnationConfig | null, clock?: Clock | null)
   /**
    * Records one iteration: `{filesChanged, testsPassing, outputLength}` (whole numbers >= 0;
    * missing keys are 0).
@@ -714,18 +956,20 @@ export declare class StagnationBreaker {
    * cycles, fail streaks, the fail window; all off by default, see `profile('coding-agent')`).
    */
   recordStep(step: AgentStep): void
+  /** The current state. */
+  get state(): CircuitState
+  /** A breaker with the given config (omitted keys take the defaults) on the given clock. */
+  constructor(config?: StagnationConfig | null, clock?: Clock | null)
+  /** Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED). */
+  restore(snapshot: StagnationSnapshot): void
   /** Whether the loop may continue: `{allowContinue, state, reason}`. */
   check(): StagnationDecision
-  /** The status object of SPEC 3. */
+  /** The status object: state, counters, error counts, the output trend. */
   getStatus(): StagnationStatus
   /** Back to CLOSED with every counter cleared. */
   reset(): void
   /** The persistent form of the state. */
   snapshot(): StagnationSnapshot
-  /** Replaces the state with a snapshot's (OPEN stays OPEN; HALF_OPEN comes back CLOSED). */
-  restore(snapshot: StagnationSnapshot): void
-  /** The current state. */
-  get state(): CircuitState
   /** Listener calls that threw. */
   get listenerErrors(): number
 }
@@ -759,7 +1003,7 @@ export declare function configFromEnv(env?: Record<string, string | undefined> |
 export declare function fingerprint(error: string, mode?: ErrorMatch | null): string
 
 /**
- * The named configuration of the three breakers called `name` (`'seed'`: the SPEC's defaults;
+ * The named configuration of the three breakers called `name` (`'seed'`: the seeds' defaults;
  * `'coding-agent'`: the step detectors on, tuned on real trajectories), or `null`. Its
  * `failure`, `stagnation` and `budget` configs go straight into the constructors.
  */

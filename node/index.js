@@ -841,6 +841,7 @@ module.exports.FailureBreaker = nativeBinding.FailureBreaker
 module.exports.FixPlan = nativeBinding.FixPlan
 module.exports.Loop = nativeBinding.Loop
 module.exports.ManualClock = nativeBinding.ManualClock
+module.exports.Monitor = nativeBinding.Monitor
 module.exports.StagnationBreaker = nativeBinding.StagnationBreaker
 module.exports.SystemClock = nativeBinding.SystemClock
 module.exports.analyze = nativeBinding.analyze

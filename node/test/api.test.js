@@ -37,7 +37,7 @@ function tmpDir(t) {
   return dir
 }
 
-test('the package exports every type of the SPEC', () => {
+test('the package exports every class and function of the contract', () => {
   for (const name of [
     'FailureBreaker',
     'StagnationBreaker',
@@ -45,8 +45,10 @@ test('the package exports every type of the SPEC', () => {
     'ExitStrategy',
     'FixPlan',
     'Loop',
+    'Monitor',
     'ManualClock',
     'SystemClock',
+    'AgentHaltedError',
   ]) {
     assert.equal(typeof ab[name], 'function', name)
   }
@@ -87,7 +89,7 @@ test('FailureBreaker walks through seed 004: warning at 3, open at 5, cooldown, 
   )
 })
 
-test('results are plain objects with the SPEC keys, in the order of the SPEC', () => {
+test('results are plain objects with the contract keys, in the order of the contract', () => {
   const breaker = new ab.FailureBreaker()
   const status = breaker.getStatus()
   assert.equal(Object.getPrototypeOf(status), Object.prototype)
@@ -382,6 +384,7 @@ test('hostile values never crash the process: every throw carries a stable code'
     new ab.ExitStrategy(null, clock),
     new ab.FixPlan({ steps: [] }, clock),
     new ab.Loop({ budget: {} }, clock),
+    new ab.Monitor({ clock }),
   ]
   const check = (fn) => {
     try {
@@ -392,7 +395,7 @@ test('hostile values never crash the process: every throw carries a stable code'
     }
   }
   for (const value of values) {
-    for (const Ctor of [ab.FailureBreaker, ab.StagnationBreaker, ab.BudgetBreaker, ab.ExitStrategy, ab.FixPlan, ab.Loop, ab.ManualClock]) {
+    for (const Ctor of [ab.FailureBreaker, ab.StagnationBreaker, ab.BudgetBreaker, ab.ExitStrategy, ab.FixPlan, ab.Loop, ab.Monitor, ab.ManualClock]) {
       check(() => new Ctor(value))
       check(() => new Ctor(undefined, value))
     }
@@ -614,4 +617,217 @@ test('index.d.ts has no `any`', () => {
     .replace(/\/\/.*$/gm, '')
     .replace(/'[^'\n]*'/g, "''")
   assert.doesNotMatch(code, /\bany\b/)
+})
+
+// Monitor -----------------------------------------------------------------------------------
+
+/** The events of one step of an agent that re-runs a failing command. */
+function failingStep(i) {
+  return [
+    { type: 'assistant', text: 'Let me run the tests.' },
+    { type: 'tool_use', name: 'Bash', id: `t${i}`, input: { command: 'pytest -q' } },
+    { type: 'tool_result', id: `t${i}`, ok: false, text: '1 failed' },
+  ]
+}
+
+test('Monitor: every event gets a verdict; warn with a nudge, then halt; the task stays halted', () => {
+  const clock = new ab.ManualClock(0)
+  const monitor = new ab.Monitor({ profile: 'coding-agent', clock })
+  const verdicts = []
+  for (let i = 0; i < 5; i++) for (const event of failingStep(i)) verdicts.push(monitor.observe(event))
+  const first = verdicts[0]
+  assert.equal(Object.getPrototypeOf(first), Object.prototype)
+  assert.deepEqual(Object.keys(first), ['action', 'reason', 'message', 'nudge', 'taskId', 'step', 'detail'])
+  assert.deepEqual(first, { action: 'continue', reason: null, message: null, nudge: null, taskId: 'session', step: 1, detail: null })
+  const warn = verdicts.find((v) => v.action === 'warn')
+  assert.equal(warn.reason, 'repeated_step')
+  assert.match(warn.nudge, /pytest -q/)
+  assert.deepEqual([warn.detail.count, warn.detail.threshold], [3, 5])
+  const halt = verdicts.at(-1)
+  assert.deepEqual([halt.action, halt.reason, halt.step], ['halt', 'repeated_step', 5])
+  assert.deepEqual(monitor.observe({ type: 'alive' }), halt)
+  const [task] = monitor.status().tasks
+  assert.deepEqual([task.taskId, task.halted, task.toolCalls, task.halt], ['session', true, 5, halt])
+  assert.equal(task.rules.repeated_step.count, 5)
+  monitor.reset()
+  assert.deepEqual(monitor.status().tasks, [])
+  assert.equal(monitor.config.profile, 'coding-agent')
+  assert.equal(monitor.config.warnBefore, 2)
+})
+
+test('Monitor: malformed events are INVALID_EVENT and change nothing; bad configs INVALID_CONFIG', () => {
+  const monitor = new ab.Monitor({ clock: new ab.ManualClock(0) })
+  monitor.observe({ type: 'tool_use', name: 'Bash' })
+  const before = monitor.snapshot()
+  throwsCode(() => monitor.observe({ type: 'tool_use' }), 'INVALID_EVENT')
+  throwsCode(() => monitor.observe({ type: 'tool_result', ok: 'yes' }), 'INVALID_EVENT')
+  throwsCode(() => monitor.observe('tool_use'), 'INVALID_EVENT')
+  throwsCode(() => monitor.observe(), 'INVALID_EVENT')
+  throwsCode(() => monitor.observe({ type: 'usage', costCents: NaN }), 'INVALID_EVENT', TypeError)
+  throwsCode(() => monitor.observe({ type: 'tool_use', name: 'Bash', input: () => 1 }), 'INVALID_EVENT', TypeError)
+  assert.deepEqual(monitor.snapshot(), before)
+  assert.equal(monitor.observe({ type: 'something_else' }).taskId, null)
+  assert.equal(monitor.status().ignoredEvents, 1)
+  throwsCode(() => new ab.Monitor({ profile: 'fast' }), 'INVALID_CONFIG')
+  throwsCode(() => new ab.Monitor({ toolLimits: { web_fetch: -1 } }), 'INVALID_CONFIG')
+  throwsCode(() => new ab.Monitor({ warnBefore: Infinity }), 'INVALID_CONFIG', TypeError)
+  throwsCode(() => new ab.Monitor({ stagnation: { repeatTreshold: 3 } }), 'INVALID_CONFIG')
+  throwsCode(() => new ab.Monitor('coding-agent'), 'INVALID_CONFIG')
+})
+
+test('Monitor: the clock comes in the options or second, not both', () => {
+  const clock = new ab.ManualClock(1000)
+  const inOptions = new ab.Monitor({ profile: 'seed', budget: { maxIdleSecs: 10 }, clock })
+  const second = new ab.Monitor({ profile: 'seed', budget: { maxIdleSecs: 10 } }, clock)
+  for (const monitor of [inOptions, second]) monitor.observe({ type: 'alive' })
+  clock.advance(11_000)
+  for (const monitor of [inOptions, second]) {
+    assert.deepEqual(monitor.tick().map((v) => [v.action, v.reason]), [['halt', 'idle_timeout']])
+  }
+  assert.ok(new ab.Monitor({ clock: new ab.SystemClock() }) instanceof ab.Monitor)
+  assert.ok(new ab.Monitor({ clock: null }, null) instanceof ab.Monitor)
+  throwsCode(() => new ab.Monitor({ clock }, clock), 'INVALID_ARGUMENT', TypeError)
+  throwsCode(() => new ab.Monitor({ clock: {} }), 'INVALID_ARGUMENT', TypeError)
+  throwsCode(() => new ab.Monitor({ clock: new ab.FailureBreaker() }), 'INVALID_ARGUMENT', TypeError)
+  throwsCode(() => new ab.Monitor({}, 'a clock'), 'INVALID_ARGUMENT', TypeError)
+})
+
+test('Monitor: listeners hear every warning and halt as {type: "verdict", ..., atMs}', () => {
+  const monitor = new ab.Monitor({ clock: new ab.ManualClock(7) })
+  const heard = []
+  const listener = (event) => heard.push(event)
+  monitor.on('verdict', listener)
+  throwsCode(() => monitor.on('halt', listener), 'INVALID_ARGUMENT')
+  for (let i = 0; i < 5; i++) for (const event of failingStep(i)) monitor.observe(event)
+  // Every warning, not only the one the verdict carries.
+  assert.deepEqual(heard.map((e) => [e.type, e.action, e.reason, e.step]), [
+    ['verdict', 'warn', 'repeated_step', 3],
+    ['verdict', 'warn', 'fail_streak', 3],
+    ['verdict', 'halt', 'repeated_step', 5],
+  ])
+  assert.deepEqual(Object.keys(heard[2]), ['type', 'action', 'reason', 'message', 'nudge', 'taskId', 'step', 'detail', 'atMs'])
+  assert.equal(heard[2].atMs, 7)
+  monitor.off('verdict', listener)
+  monitor.on('verdict', () => {
+    throw new Error('a listener that throws')
+  })
+  monitor.reset()
+  for (let i = 0; i < 5; i++) for (const event of failingStep(i)) monitor.observe(event)
+  assert.equal(heard.length, 3)
+  assert.equal(monitor.listenerErrors, 3)
+})
+
+test('Monitor: a snapshot through JSON text restores into a new monitor, which goes on alike', () => {
+  const a = new ab.Monitor({ clock: new ab.ManualClock(0) })
+  const b = new ab.Monitor({ clock: new ab.ManualClock(0) })
+  for (let i = 0; i < 3; i++) for (const event of failingStep(i)) a.observe(event)
+  b.restore(JSON.parse(JSON.stringify(a.snapshot())))
+  assert.deepEqual(b.snapshot(), a.snapshot())
+  for (let i = 3; i < 5; i++) {
+    for (const event of failingStep(i)) assert.deepEqual(b.observe(event), a.observe(event))
+  }
+  assert.equal(b.status().tasks[0].halted, true)
+  throwsCode(() => b.restore({ ...a.snapshot(), kind: 'failure' }), 'INVALID_SNAPSHOT')
+  throwsCode(() => b.restore({ ...a.snapshot(), lastEventAt: Infinity }), 'INVALID_SNAPSHOT', TypeError)
+  throwsCode(() => b.restore(), 'INVALID_SNAPSHOT')
+  assert.deepEqual(b.snapshot(), a.snapshot())
+})
+
+test('Monitor.observe: plain events (sent as JSON text) and others (walked) get the same answers', () => {
+  // A class instance is not a plain object: it goes through the addon's walker.
+  class Walked {
+    constructor(fields) {
+      Object.assign(this, fields)
+    }
+  }
+  const events = [
+    ...failingStep(0),
+    { type: 'usage', usage: { input_tokens: 2 ** 60, output_tokens: 10 } },
+    { type: 'usage', costCents: 0.1 + 0.2, model: 'claude-sonnet-4', extra: [1, undefined, null] },
+    { type: 'assistant', text: 'lone \ud800 surrogate', taskId: undefined },
+    { type: 'progress', files: ['a.py', 'b.py'], digest: 'ab'.repeat(8), testsPassing: 3 },
+    { type: 'tool_use', name: 'edit', input: { path: 'a.py', lines: [1, 2.5, -0], deep: { a: { b: { c: [] } } } } },
+    ...failingStep(1),
+    ...failingStep(2),
+  ]
+  const fast = new ab.Monitor({ clock: new ab.ManualClock(0) })
+  const walked = new ab.Monitor({ clock: new ab.ManualClock(0) })
+  for (const event of events) {
+    assert.deepEqual(fast.observe(event), walked.observe(new Walked(event)), JSON.stringify(event))
+  }
+  assert.deepEqual(fast.snapshot(), walked.snapshot())
+  for (const bad of [{ type: 'tool_use' }, { type: 'usage', usage: { input_tokens: -1 } }, { type: 'progress', files: 1.5 }, 'x', null]) {
+    const message = (monitor, event) => {
+      try {
+        monitor.observe(event)
+      } catch (error) {
+        return [error.code, error.message, error instanceof TypeError]
+      }
+      return null
+    }
+    const wrapped = bad !== null && typeof bad === 'object' ? new Walked(bad) : bad
+    assert.deepEqual(message(fast, bad), message(walked, wrapped))
+    assert.equal(message(fast, bad)[0], 'INVALID_EVENT')
+  }
+  assert.deepEqual(fast.snapshot(), walked.snapshot())
+})
+
+test('Monitors work in worker threads, listeners included', async () => {
+  const worker = new Worker(
+    `
+    const { parentPort } = require('node:worker_threads')
+    const ab = require(${JSON.stringify(path.join(__dirname, '..'))})
+    const monitor = new ab.Monitor({ profile: 'seed', budget: { maxToolCallsPerTask: 1 }, budgetWarnPercent: 0 })
+    const seen = []
+    monitor.on('verdict', (e) => seen.push(e.reason))
+    monitor.observe({ type: 'tool_use', name: 'a' })
+    const verdict = monitor.observe({ type: 'tool_use', name: 'b' })
+    parentPort.postMessage({ seen, action: verdict.action })
+    `,
+    { eval: true },
+  )
+  const [message] = await require('node:events').once(worker, 'message')
+  assert.deepEqual(message, { seen: ['tool_call_limit'], action: 'halt' })
+  await worker.terminate()
+})
+
+test('AgentHaltedError carries the halt verdict and code HALTED', () => {
+  const monitor = new ab.Monitor({ clock: new ab.ManualClock(0) })
+  let halt
+  for (let i = 0; i < 5; i++) for (const event of failingStep(i)) halt = monitor.observe(event)
+  const error = new ab.AgentHaltedError(halt)
+  assert.ok(error instanceof Error)
+  assert.deepEqual([error.name, error.code, error.message], ['AgentHaltedError', 'HALTED', halt.message])
+  assert.equal(error.verdict, halt)
+  assert.match(String(error), /^AgentHaltedError: the same step 5 times/)
+  const byHand = new ab.AgentHaltedError('stopped by the operator')
+  assert.deepEqual([byHand.message, byHand.verdict.action, byHand.verdict.reason], ['stopped by the operator', 'halt', null])
+  for (const bad of [undefined, null, 42, ['halt']]) throwsCode(() => new ab.AgentHaltedError(bad), 'INVALID_ARGUMENT', TypeError)
+})
+
+test("the README's Monitor example prints what its comments say", (t) => {
+  const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8')
+  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes('new Monitor('))
+  assert.ok(block, 'the README has a Monitor example')
+  const expected = block.split('\n').filter((l) => l.startsWith('// ') && /^\/\/ (nudge|halted)/.test(l)).map((l) => l.slice(3))
+  assert.equal(expected.length, 2)
+  const dir = tmpDir(t)
+  fs.mkdirSync(path.join(dir, 'node_modules'))
+  fs.symlinkSync(path.join(__dirname, '..'), path.join(dir, 'node_modules', 'agentbreaker'), 'dir')
+  fs.writeFileSync(path.join(dir, 'monitor.js'), block)
+  const output = execFileSync(process.execPath, [path.join(dir, 'monitor.js')], { cwd: dir, encoding: 'utf8' })
+  assert.deepEqual(output.trim().split('\n'), expected)
+})
+
+test('ES modules import the Monitor and AgentHaltedError', (t) => {
+  const dir = tmpDir(t)
+  const file = path.join(dir, 'esm-monitor.mjs')
+  const url = require('node:url').pathToFileURL(path.join(__dirname, '..', 'agentbreaker.js')).href
+  fs.writeFileSync(
+    file,
+    `import { AgentHaltedError, Monitor } from ${JSON.stringify(url)}\n` +
+      `const v = new Monitor().observe({ type: 'alive' })\n` +
+      `console.log(v.action, new AgentHaltedError('x').code)\n`,
+  )
+  assert.equal(execFileSync(process.execPath, [file], { encoding: 'utf8' }).trim(), 'continue HALTED')
 })

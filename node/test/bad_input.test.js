@@ -112,6 +112,13 @@ function loopWorks(loop) {
   assert.equal(decision.iteration, 1)
 }
 
+function monitorWorks(monitor) {
+  monitor.reset()
+  assert.equal(monitor.observe({ type: 'tool_use', name: 'bash' }).action, 'continue')
+  assert.equal(monitor.status().tasks[0].toolCalls, 1)
+  assert.deepEqual(monitor.tick(), [])
+}
+
 function clockWorks(clock) {
   clock.set(5)
   clock.advance(5)
@@ -131,6 +138,7 @@ function madeWorks(made) {
   else if (made instanceof ab.BudgetBreaker) budgetWorks(made)
   else if (made instanceof ab.ExitStrategy || made instanceof ab.FixPlan) strategyWorks(made)
   else if (made instanceof ab.Loop) loopWorks(made)
+  else if (made instanceof ab.Monitor) monitorWorks(made)
   else if (made instanceof ab.ManualClock) clockWorks(made)
   else if (made instanceof ab.SystemClock) assert.equal(typeof made.now(), 'number')
   else assert.fail(`a constructor returned ${made}`)
@@ -320,6 +328,50 @@ const EXPECT = {
   'Observation.events[]':                                      ['E E E TA TA TA E E E E E E', 'NaN and ±Infinity are refused while the observation is converted (INVALID_ARGUMENT), other values by the loop (INVALID_EVENT; this loop has no budget)'],
   'Loop#getStatus() (extra argument)':                         'ok ok ok ok ok ok ok ok ok ok ok ok',
   'Loop#reset() (extra argument)':                             'ok ok ok ok ok ok ok ok ok ok ok ok',
+  'new Monitor(config)':                                       'C ok ok TC TC TC C C C C C C',
+  'new Monitor(config, clock): clock':                         'TA ok ok TA TA TA TA TA TA TA TA TA',
+  'MonitorConfig.clock':                                       'TA ok ok TA TA TA TA TA TA TA TA TA',
+  'MonitorConfig.profile':                                     'C ok ok TC TC TC C C C C C C',
+  'MonitorConfig.failure':                                     'C ok ok TC TC TC C C C C C C',
+  'MonitorConfig.stagnation':                                  'C ok ok TC TC TC C C C C C C',
+  'MonitorConfig.budget':                                      'C ok ok TC TC TC C C C C C C',
+  'MonitorConfig.toolLimits':                                  'C ok ok TC TC TC C C C C C C',
+  'MonitorConfig.warnBefore':                                  'C ok ok TC TC TC C ok C C C C',
+  'MonitorConfig.budgetWarnPercent':                           'C ok ok TC TC TC C ok C C C C',
+  'MonitorConfig.toolLimits: a limit':                         ['C C ok TC TC TC C ok C C C C', 'a limit is a whole number >= 0 (null is refused: the table is not a config field)'],
+  'Monitor#observe(event)':                                    'E E E TE TE TE E E E E E E',
+  'MonitorEvent.type':                                         ['E E E TE TE TE E E E E E ok', 'an unknown type is counted in ignoredEvents'],
+  'MonitorEvent.taskId (tool_use)':                            'E ok ok TE TE TE E E E E E E',
+  'MonitorEvent.name (tool_use)':                              'E E E TE TE TE E E E E E ok',
+  'MonitorEvent.input (tool_use)':                             ['TE ok ok TE TE TE ok ok ok ok ok ok', 'any JSON value'],
+  'MonitorEvent.id (tool_use)':                                ['E ok ok TE TE TE E E E E E ok', 'cut to 256 bytes'],
+  'MonitorEvent.ok (tool_result)':                             'E E E TE TE TE E E E E E E',
+  'MonitorEvent.text (tool_result)':                           'E ok ok TE TE TE E E E E E ok',
+  'MonitorEvent.id (tool_result)':                             'E ok ok TE TE TE E E E E E ok',
+  'MonitorEvent.name (tool_result)':                           'E ok ok TE TE TE E E E E E ok',
+  'MonitorEvent.text (assistant)':                             'E E E TE TE TE E E E E E ok',
+  'MonitorEvent.model (usage)':                                'E ok ok TE TE TE E E E E E ok',
+  'MonitorEvent.usage (usage)':                                'E E E TE TE TE E E E E E E',
+  'MonitorEvent.costCents (usage)':                            ['E E E TE TE TE E ok ok E E E', 'without it the usage event has neither usage nor costCents; above 1e15 is refused'],
+  'MonitorEvent.text (error)':                                 'E E E TE TE TE E E E E E ok',
+  'MonitorEvent.transient (error)':                            'E ok ok TE TE TE E E E E E E',
+  'MonitorEvent.files (progress)':                             'E ok ok TE TE TE E ok E E E E',
+  'MonitorEvent.testsPassing (progress)':                      'E ok ok TE TE TE E ok E E E E',
+  'MonitorEvent.digest (progress)':                            ['E ok ok TE TE TE E E E E E ok', 'cut to 256 bytes'],
+  'MonitorEvent.phase (heartbeat)':                            'E E E TE TE TE E E E E E E',
+  'Monitor#tick() (extra argument)':                           'ok ok ok ok ok ok ok ok ok ok ok ok',
+  'Monitor#status() (extra argument)':                         'ok ok ok ok ok ok ok ok ok ok ok ok',
+  'Monitor#snapshot() (extra argument)':                       'ok ok ok ok ok ok ok ok ok ok ok ok',
+  'Monitor#reset() (extra argument)':                          'ok ok ok ok ok ok ok ok ok ok ok ok',
+  'Monitor#restore(snapshot)':                                 'S S S TS TS TS S S S S S S',
+  'MonitorSnapshot.version':                                   'S S S TS TS TS S S S S S S',
+  'MonitorSnapshot.kind':                                      'S S S TS TS TS S S S S S S',
+  'MonitorSnapshot.tasks':                                     'S S S TS TS TS S S S S S S',
+  'MonitorSnapshot.stack':                                     'S S S TS TS TS S S S S S S',
+  'MonitorSnapshot.ignoredEvents':                             'S S S TS TS TS S ok S S S S',
+  'MonitorSnapshot.lastEventAt':                               'S ok ok TS TS TS S ok S S S S',
+  'Monitor#on(type, listener): type':                          'A A A TA TA TA A A A A A A',
+  'new AgentHaltedError(verdict)':                             ['TA TA TA TA TA TA TA TA TA TA TA ok', 'a string is the message of a halt without a rule; an object is taken as the verdict'],
 }
 
 const SUBJECTS = {
@@ -331,6 +383,7 @@ const SUBJECTS = {
   strategy: { make: () => new ab.ExitStrategy(), works: strategyWorks },
   plan: { make: () => new ab.FixPlan({ steps: [{ description: 'fix the parser' }] }), works: strategyWorks },
   loop: { make: () => new ab.Loop({ maxIterations: 1000 }, new ab.ManualClock(0)), works: loopWorks },
+  monitor: { make: () => new ab.Monitor({ clock: new ab.ManualClock(0) }), works: monitorWorks },
   clock: { make: () => new ab.ManualClock(0), works: clockWorks },
   system: { make: () => new ab.SystemClock(), works: (c) => assert.equal(typeof c.now(), 'number') },
 }
@@ -653,6 +706,70 @@ row('Observation.events[]', 'loop', 'tool_use', (l, v) => l.observe({ output: 'w
 noParams('Loop#getStatus()', 'loop', (l, v) => l.getStatus(v))
 noParams('Loop#reset()', 'loop', (l, v) => l.reset(v))
 
+// Monitor, AgentHaltedError --------------------------------------------------------------------
+
+row('new Monitor(config)', 'made', 'coding-agent', (_, v) => new ab.Monitor(v))
+clockArgument('new Monitor(config, clock)', (v) => new ab.Monitor({}, v))
+row('MonitorConfig.clock', 'made', {}, (_, v) => new ab.Monitor({ clock: v }),
+  'null and undefined mean the system clock; anything but a ManualClock or SystemClock is refused')
+for (const [field, wrong] of [
+  ['profile', 5],
+  ['failure', 'strict'],
+  ['stagnation', 'strict'],
+  ['budget', 'strict'],
+  ['toolLimits', 'web_fetch'],
+  ['warnBefore', '2'],
+  ['budgetWarnPercent', '80'],
+]) {
+  row(`MonitorConfig.${field}`, 'made', wrong, (_, v) => new ab.Monitor({ [field]: v }))
+}
+row('MonitorConfig.toolLimits: a limit', 'made', '20', (_, v) => new ab.Monitor({ toolLimits: { web_fetch: v } }))
+row('Monitor#observe(event)', 'monitor', 'tool_use', (m, v) => m.observe(v))
+for (const [field, wrong, base] of [
+  ['type', 5, { name: 'bash' }],
+  ['taskId', 5, { type: 'tool_use', name: 'bash' }],
+  ['name', 5, { type: 'tool_use' }],
+  ['input', () => 1, { type: 'tool_use', name: 'bash' }],
+  ['id', 5, { type: 'tool_use', name: 'bash' }],
+  ['ok', 'yes', { type: 'tool_result' }],
+  ['text', 5, { type: 'tool_result', ok: true }],
+  ['id', 5, { type: 'tool_result', ok: true }],
+  ['name', 5, { type: 'tool_result', ok: true }],
+  ['text', 5, { type: 'assistant' }],
+  ['model', 5, { type: 'usage', usage: { input_tokens: 10 } }],
+  ['usage', 5, { type: 'usage', model: 'claude-sonnet-4' }],
+  ['costCents', '1.5', { type: 'usage' }],
+  ['text', 5, { type: 'error' }],
+  ['transient', 'yes', { type: 'error', text: 'rate limited' }],
+  ['files', 'src/a.py', { type: 'progress' }],
+  ['testsPassing', '3', { type: 'progress' }],
+  ['digest', 5, { type: 'progress', files: 1 }],
+  ['phase', 5, { type: 'heartbeat', taskId: 'task-1' }],
+]) {
+  row(`MonitorEvent.${field}${base.type ? ` (${base.type})` : ''}`, 'monitor', wrong, (m, v) => m.observe({ ...base, [field]: v }))
+}
+noParams('Monitor#tick()', 'monitor', (m, v) => m.tick(v))
+noParams('Monitor#status()', 'monitor', (m, v) => m.status(v))
+noParams('Monitor#snapshot()', 'monitor', (m, v) => m.snapshot(v))
+noParams('Monitor#reset()', 'monitor', (m, v) => m.reset(v))
+row('Monitor#restore(snapshot)', 'monitor', 'snapshot', (m, v) => m.restore(v))
+for (const [field, wrong] of [
+  ['version', '1'],
+  ['kind', 5],
+  ['tasks', 'none'],
+  ['stack', 'task-1'],
+  ['ignoredEvents', '0'],
+  ['lastEventAt', '1000'],
+]) {
+  row(`MonitorSnapshot.${field}`, 'monitor', wrong, (m, v) => m.restore({ ...monitorSnapshot(), [field]: v }))
+}
+row('Monitor#on(type, listener): type', 'monitor', 42, (m, v) => m.on(v, () => {}))
+row('new AgentHaltedError(verdict)', 'module', 42, (_, v) => void new ab.AgentHaltedError(v))
+
+function monitorSnapshot() {
+  return { version: 1, kind: 'monitor', tasks: [], stack: [], ignoredEvents: 0, lastEventAt: null }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running a cell.
 
@@ -723,9 +840,10 @@ function renderDoc() {
     'cuts its messages at 1024 bytes (then `…`), so a huge bad value is quoted in part, never whole.',
     '',
     '`undefined` in an object field means the field is absent (as in `JSON.stringify`); `null` in a',
-    "field of a config (FailureBreaker, StagnationBreaker, BudgetBreaker, strategy, loop) means the",
-    "field's default too, while an unknown key is refused, `null` or not. A price table's entries are",
-    'not config fields: `null` for a model\'s prices or one of their components is refused. The 10 MB',
+    "field of a config (FailureBreaker, StagnationBreaker, BudgetBreaker, strategy, loop, Monitor) means the",
+    "field's default too, while an unknown key is refused, `null` or not. A price table's and a Monitor's",
+    "`toolLimits` entries are not config fields: `null` for one is refused. A Monitor's clock comes in its",
+    'options (`clock`) or second, as for the other classes; both at once is refused. The 10 MB',
     'string is 10 MiB of error-message lines. `call()` reports every outcome as a promise (a refusal',
     'is a rejected promise). Getters (`state`, `listenerErrors`) take no input and are not listed.',
     '',

@@ -29,7 +29,11 @@ const EVENT_TYPES = {
   loop: ['stateChange', 'warning', 'halt'],
   analyzer: [],
   env: [],
+  monitor: ['verdict'],
 }
+
+/** The placeholder of a restore step for the result of the latest snapshot step (README). */
+const LAST_SNAPSHOT = '$last_snapshot'
 
 function scenarioFiles(dir) {
   const out = []
@@ -125,6 +129,12 @@ function build(subject, config, clock, events) {
     case 'loop':
       object = new ab.Loop(config, clock)
       break
+    case 'monitor':
+      // The clock inside the options object, as `new Monitor({profile, ..., clock})` is written.
+      object = config !== null && typeof config === 'object' && !Array.isArray(config)
+        ? new ab.Monitor({ ...config, clock })
+        : new ab.Monitor(config, clock)
+      break
     case 'analyzer':
     case 'env':
       if (config !== undefined && !(config !== null && typeof config === 'object' && Object.keys(config).length === 0)) {
@@ -140,14 +150,27 @@ function build(subject, config, clock, events) {
   return object
 }
 
-/** Runs one op through the public API; returns its result as plain data (null for void). */
-async function runOp(subject, object, op, args, events) {
+/** Runs one op through the public API; returns its result as plain data (null for void).
+ * `scenario` holds the listener's events and the result of the latest snapshot step. */
+async function runOp(subject, object, op, args, scenario) {
   const unknown = () => {
     throw new RunnerError(`unknown op ${show(op)} for ${subject}`)
   }
   if (op === 'events') {
     only(args, [])
-    return { events: events.splice(0) }
+    return { events: scenario.events.splice(0) }
+  }
+  if (op === 'snapshot' && typeof object?.snapshot === 'function' && subject !== 'budget') {
+    only(args, [])
+    scenario.lastSnapshot = object.snapshot()
+    return scenario.lastSnapshot
+  }
+  if (op === 'restore' && typeof object?.restore === 'function') {
+    only(args, ['snapshot'])
+    if (args.snapshot !== LAST_SNAPSHOT) return object.restore(args.snapshot)
+    if (scenario.lastSnapshot === undefined) throw new RunnerError(`${LAST_SNAPSHOT} before any snapshot step`)
+    // Through JSON text, as a hook that keeps its snapshot in a file between processes.
+    return object.restore(JSON.parse(JSON.stringify(scenario.lastSnapshot)))
   }
   switch (subject) {
     case 'failure':
@@ -170,12 +193,6 @@ async function runOp(subject, object, op, args, events) {
         case 'reset':
           only(args, [])
           return object.reset()
-        case 'snapshot':
-          only(args, [])
-          return object.snapshot()
-        case 'restore':
-          only(args, ['snapshot'])
-          return object.restore(args.snapshot)
         case 'save':
           only(args, ['path'])
           return object.save(args.path)
@@ -220,12 +237,6 @@ async function runOp(subject, object, op, args, events) {
         case 'reset':
           only(args, [])
           return object.reset()
-        case 'snapshot':
-          only(args, [])
-          return object.snapshot()
-        case 'restore':
-          only(args, ['snapshot'])
-          return object.restore(args.snapshot)
         default:
           return unknown()
       }
@@ -281,6 +292,23 @@ async function runOp(subject, object, op, args, events) {
         default:
           return unknown()
       }
+    case 'monitor':
+      switch (op) {
+        case 'observe':
+          only(args, ['event'])
+          return object.observe(args.event)
+        case 'tick':
+          only(args, [])
+          return { verdicts: object.tick() }
+        case 'status':
+          only(args, [])
+          return object.status()
+        case 'reset':
+          only(args, [])
+          return object.reset()
+        default:
+          return unknown()
+      }
     case 'env':
       if (op !== 'configFromEnv') return unknown()
       only(args, ['env'])
@@ -307,11 +335,11 @@ async function runScenario(file) {
   try {
     const config = substituteTmp(scenario.config, tmp)
     const clock = new ab.ManualClock(0)
-    const events = []
+    const state = { events: [], lastSnapshot: undefined }
     if ('configError' in scenario) {
       let built
       try {
-        built = build(subject, config, clock, events)
+        built = build(subject, config, clock, state.events)
       } catch (error) {
         if (error instanceof RunnerError) throw error
         if (error.code === scenario.configError) return
@@ -319,11 +347,11 @@ async function runScenario(file) {
       }
       throw new Error(`construction succeeded (${built}), expected ${scenario.configError}`)
     }
-    const object = build(subject, config, clock, events)
+    const object = build(subject, config, clock, state.events)
     if (!Array.isArray(scenario.steps)) throw new RunnerError('steps must be a list')
     for (const [index, step] of scenario.steps.entries()) {
       try {
-        await runStep(subject, object, step, clock, events, tmp)
+        await runStep(subject, object, step, clock, state, tmp)
       } catch (error) {
         error.message = `step ${index} (${show(step.op)}): ${error.message}`
         throw error
@@ -334,7 +362,7 @@ async function runScenario(file) {
   }
 }
 
-async function runStep(subject, object, step, clock, events, tmp) {
+async function runStep(subject, object, step, clock, state, tmp) {
   for (const key of Object.keys(step)) {
     if (!STEP_KEYS.has(key)) throw new RunnerError(`unknown step key ${show(key)}`)
   }
@@ -350,7 +378,7 @@ async function runStep(subject, object, step, clock, events, tmp) {
   for (let i = 0; i < repeat; i++) {
     let failure = null
     try {
-      last = await runOp(subject, object, step.op, args, events)
+      last = await runOp(subject, object, step.op, args, state)
     } catch (error) {
       if (error instanceof RunnerError || step.expectError === undefined) throw error
       failure = error

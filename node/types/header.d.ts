@@ -3,7 +3,8 @@
 
 // ---------------------------------------------------------------------------------------------
 // This header is written by hand (types/header.d.ts); `napi build` puts it in front of the
-// declarations it generates from the Rust binding. The shapes are the JSON shapes of the SPEC.
+// declarations it generates from the Rust binding. The shapes are the JSON shapes of the contract
+// (docs/contract.md; the Monitor's: docs/monitor.md).
 
 /** A circuit state. */
 export type CircuitState = 'CLOSED' | 'HALF_OPEN' | 'OPEN'
@@ -17,6 +18,7 @@ export type ErrorCode =
   | 'IO'
   | 'INTERNAL'
   | 'CIRCUIT_OPEN'
+  | 'HALTED'
 
 /**
  * What the library throws: an `Error` (a `TypeError` for a value of the wrong JavaScript type)
@@ -27,7 +29,7 @@ export interface AgentBreakerError extends Error {
 }
 
 /**
- * How error texts are compared (SPEC 6); `key_line` compares an error's key line (its first
+ * How error texts are compared (contract section 6); `key_line` compares an error's key line (its first
  * non-empty line, or a Python traceback's last one), normalized.
  */
 export type ErrorMatch = 'exact' | 'normalized' | 'template' | 'key_line'
@@ -35,7 +37,7 @@ export type ErrorMatch = 'exact' | 'normalized' | 'template' | 'key_line'
 /** A clock for breakers: a `ManualClock` in tests, the `SystemClock` (the default) otherwise. */
 export type Clock = ManualClock | SystemClock
 
-// Events (SPEC 8) --------------------------------------------------------------------------------
+// Events (contract section 8) ----------------------------------------------------------------------
 
 export interface StateChangeEvent {
   type: 'stateChange'
@@ -59,8 +61,11 @@ export interface HaltEvent {
 
 export type BreakerEvent = StateChangeEvent | WarningEvent | HaltEvent
 
+/** A Monitor's warning or halt: the verdict's keys, with `type` and `atMs`. */
+export type VerdictEvent = RuleVerdict & { type: 'verdict'; atMs: number }
+
 /** `on()`/`off()` of an object emitting events `E`. */
-export interface EventListeners<E extends BreakerEvent> {
+export interface EventListeners<E extends { type: string }> {
   /**
    * Calls `listener` with every event of `type`, synchronously, inside the call that caused it.
    * A listener that throws is isolated (counted in `listenerErrors`).
@@ -70,7 +75,7 @@ export interface EventListeners<E extends BreakerEvent> {
   off<K extends E['type']>(type: K, listener: (event: Extract<E, { type: K }>) => void): this
 }
 
-// FailureBreaker (SPEC 2) -------------------------------------------------------------------------
+// FailureBreaker (contract section 2) ---------------------------------------------------------------
 
 export interface FailureConfig {
   /** Consecutive failures that open the circuit (>= 1). Default 5. */
@@ -157,7 +162,7 @@ export interface FailureBreaker extends EventListeners<FailureBreakerEvent> {
   call<A extends unknown[], T>(fn: (...args: A) => T | PromiseLike<T>, ...args: A): Promise<Awaited<T>>
 }
 
-// StagnationBreaker (SPEC 3) ----------------------------------------------------------------------
+// StagnationBreaker (contract section 3) ------------------------------------------------------------
 
 export interface StagnationConfig {
   /** Iterations without progress that move CLOSED to HALF_OPEN (>= 1). Default 3. */
@@ -253,7 +258,7 @@ export interface StagnationSnapshot {
 
 export interface StagnationBreaker extends EventListeners<StateChangeEvent> {}
 
-// BudgetBreaker (SPEC 4) --------------------------------------------------------------------------
+// BudgetBreaker (contract section 4) -----------------------------------------------------------------
 
 /** Cents per million tokens; omitted components are 0. */
 export interface Price {
@@ -377,7 +382,7 @@ export interface OutputLoopHalt extends HaltBase {
   threshold: number
 }
 
-/** Why a task was halted (SPEC 4's table). */
+/** Why a task was halted (the table of contract section 4). */
 export type Halt = ToolCallLimitHalt | TokenSpendLimitHalt | DurationLimitHalt | IdleTimeoutHalt | OutputLoopHalt
 export type HaltKind = Halt['kind']
 export type HaltSlug = Halt['slug']
@@ -401,7 +406,7 @@ export interface BudgetSnapshot {
 
 export interface BudgetBreaker extends EventListeners<HaltEvent> {}
 
-// Analyzer, strategies, fix plans (SPEC 5) --------------------------------------------------------
+// Analyzer, strategies, fix plans (contract section 5) -----------------------------------------------
 
 export interface CompletionSignal {
   detected: boolean
@@ -469,7 +474,7 @@ export interface PlanStatus {
 export interface ExitStrategy extends EventListeners<WarningEvent> {}
 export interface FixPlan extends EventListeners<WarningEvent> {}
 
-// Loop (SPEC 5) -----------------------------------------------------------------------------------
+// Loop (contract section 5) --------------------------------------------------------------------------
 
 export interface LoopConfig {
   /** Iterations before the loop gives up (>= 1). Default 50. */
@@ -518,7 +523,7 @@ export interface LoopStatus {
 
 export interface Loop extends EventListeners<BreakerEvent> {}
 
-// Configuration from the environment (SPEC 7) -----------------------------------------------------
+// Configuration from the environment (contract section 7) --------------------------------------------
 
 export interface EnvWarning {
   variable: string
@@ -543,6 +548,240 @@ export interface Profile {
   failure: FailureConfig
   stagnation: StagnationConfig
   budget: ResolvedBudgetConfig
+}
+
+// Monitor (contract section 11, docs/monitor.md) --------------------------------------------------
+
+/** What a verdict says to do. */
+export type VerdictAction = 'continue' | 'warn' | 'halt'
+
+/** The stable slug of the rule behind a warning or a halt. */
+export type RuleSlug =
+  | 'tool_call_limit'
+  | 'tool_limit'
+  | 'token_spend_limit'
+  | 'duration_limit'
+  | 'idle_timeout'
+  | 'repeated_step'
+  | 'cycle'
+  | 'fail_streak'
+  | 'fail_window'
+  | 'same_error'
+  | 'consecutive_failures'
+  | 'no_progress'
+  | 'output_decline'
+  | 'output_loop'
+
+/** A rule's figures: `count`/`threshold` for count rules, contract section 4's fields for budgets, `tool` for tool limits. */
+export interface VerdictDetail {
+  count?: number
+  threshold?: number
+  tool?: string
+  actual?: number
+  limit?: number
+  [key: string]: unknown
+}
+
+/** The answer to an event no rule objects to. */
+export interface ContinueVerdict {
+  action: 'continue'
+  reason: null
+  message: null
+  nudge: null
+  /** The task the event counted for; `null` for an event of an unknown type. */
+  taskId: string | null
+  /** The task's step (0 before its first). */
+  step: number
+  detail: null
+}
+
+/** A warning (a rule near its threshold) or a halt (a rule tripped: stop the task). */
+export interface RuleVerdict {
+  action: 'warn' | 'halt'
+  reason: RuleSlug
+  /** What tripped, with the counts, for people. */
+  message: string
+  /** What to do differently, for the model. */
+  nudge: string
+  taskId: string
+  step: number
+  detail: VerdictDetail
+}
+
+/** A Monitor's answer to one event. */
+export type Verdict = ContinueVerdict | RuleVerdict
+
+/** Fields every Monitor event may carry; keys the Monitor does not read are allowed. */
+export interface MonitorEventBase {
+  /** The task it counts for (1–256 bytes); default: the task on top of the stack, or `'session'`. */
+  taskId?: string | null
+  [key: string]: unknown
+}
+
+/** A model call ended: the open step completes, a new one begins. */
+export interface MonitorAssistantEvent extends MonitorEventBase {
+  type: 'assistant'
+  text: string
+}
+
+/** A tool call, counted against the budgets at once. */
+export interface MonitorToolUseEvent extends MonitorEventBase {
+  type: 'tool_use'
+  name: string
+  input?: unknown
+  id?: string | null
+}
+
+/** A call's outcome, paired with its call by `id`, else `name`, else order. */
+export interface MonitorToolResultEvent extends MonitorEventBase {
+  type: 'tool_result'
+  ok: boolean
+  text?: string | null
+  id?: string | null
+  name?: string | null
+}
+
+/** Spend: token counts priced by the budget's table, or `costCents` (0–1e15); one of the two. */
+export interface MonitorUsageEvent extends MonitorEventBase {
+  type: 'usage'
+  model?: string | null
+  usage?: UsageEvent['usage'] | null
+  costCents?: number | null
+}
+
+/** An agent-level failure (a failed model call); a transient one never counts. */
+export interface MonitorErrorEvent extends MonitorEventBase {
+  type: 'error'
+  text: string
+  transient?: boolean | null
+}
+
+/** Work was done: files changed (a list or a count), tests passing, the resulting content's digest. */
+export interface MonitorProgressEvent extends MonitorEventBase {
+  type: 'progress'
+  files?: string[] | number | null
+  testsPassing?: number | null
+  digest?: string | null
+}
+
+/** A task starts (pushed on the stack) or ends (dropped). */
+export interface MonitorHeartbeatEvent extends MonitorEventBase {
+  type: 'heartbeat'
+  taskId: string
+  phase: 'starting' | 'done' | 'error'
+}
+
+/** The agent is working: refreshes the idle timer only. */
+export interface MonitorAliveEvent extends MonitorEventBase {
+  type: 'alive'
+}
+
+/**
+ * An event for `Monitor.observe()`. An event of another `type` is accepted at run time (ignored
+ * and counted in `ignoredEvents`); a malformed one is `INVALID_EVENT`.
+ */
+export type MonitorEvent =
+  | MonitorAssistantEvent
+  | MonitorToolUseEvent
+  | MonitorToolResultEvent
+  | MonitorUsageEvent
+  | MonitorErrorEvent
+  | MonitorProgressEvent
+  | MonitorHeartbeatEvent
+  | MonitorAliveEvent
+
+/** A Monitor's configuration: a profile, the breakers' keys laid over it key by key, the ladder. */
+export interface MonitorConfig {
+  /** Default `'coding-agent'`. */
+  profile?: ProfileName | null
+  /** Of these the Monitor uses `failureThreshold`, `identicalErrorThreshold` and `errorMatch`. */
+  failure?: FailureConfig | null
+  stagnation?: StagnationConfig | null
+  budget?: BudgetConfig | null
+  /** The most calls of a tool one task may make, by tool name (at most 256 tools). */
+  toolLimits?: Record<string, number> | null
+  /** Counts before a rule's threshold its warning comes (0–1000; 0 = none). Default 2. */
+  warnBefore?: number | null
+  /** Percent of each budget at which it warns (0–100; 0 = none). Default 80. */
+  budgetWarnPercent?: number | null
+  /** The clock (or pass it second, as to the other constructors). Default: the system clock. */
+  clock?: Clock | null
+}
+
+/** The configuration in effect: the profile's values with the overrides. */
+export interface ResolvedMonitorConfig {
+  profile: ProfileName
+  failure: FailureConfig
+  stagnation: StagnationConfig
+  budget: ResolvedBudgetConfig
+  toolLimits: Record<string, number>
+  warnBefore: number
+  budgetWarnPercent: number
+}
+
+/** Where one rule of a task stands. */
+export interface RuleStatus {
+  count: number
+  threshold: number
+}
+
+export interface MonitorTaskStatus {
+  taskId: string
+  steps: number
+  toolCalls: number
+  /** At most 64 tools (and every tool of `toolLimits`). */
+  toolCallsByName: Record<string, number>
+  spendCents: number
+  durationSecs: number
+  idleSecs: number
+  rules: Partial<Record<RuleSlug, RuleStatus>>
+  halted: boolean
+  /** The halt every later event of the task answers with, until `reset()` or its `done` heartbeat. */
+  halt: RuleVerdict | null
+  unpairedResults: number
+}
+
+export interface MonitorStatus {
+  profile: ProfileName
+  /** Open tasks, in the order they were opened. */
+  tasks: MonitorTaskStatus[]
+  /** The active-task stack, bottom first. */
+  stack: string[]
+  ignoredEvents: number
+}
+
+/** Everything a restored monitor needs (hashes as 16 hex digits, so JSON carries them intact). */
+export interface MonitorSnapshot {
+  version: 1
+  kind: 'monitor'
+  tasks: Array<Record<string, unknown>>
+  stack: string[]
+  ignoredEvents: number
+  lastEventAt: number | null
+}
+
+export interface Monitor extends EventListeners<VerdictEvent> {}
+
+/**
+ * Thrown to stop an agent when a Monitor halts its task (the framework adapters throw it):
+ * `code` is `'HALTED'`, `verdict` the halt verdict, `message` its message. Built from a verdict,
+ * or from a message alone (a verdict with that message and no rule).
+ */
+export declare class AgentHaltedError extends Error {
+  constructor(verdict: RuleVerdict | string)
+  readonly code: 'HALTED'
+  readonly verdict: RuleVerdict | MessageVerdict
+}
+
+/** The verdict of an `AgentHaltedError` built from a message alone. */
+export interface MessageVerdict {
+  action: 'halt'
+  reason: null
+  message: string
+  nudge: null
+  taskId: null
+  step: 0
+  detail: null
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,54 +1,52 @@
-//! Clocks (SPEC 1): `ManualClock` for deterministic tests, `SystemClock` (the default).
+//! Clocks: `ManualClock` for deterministic tests, `SystemClock` (the default).
 
 use std::sync::Arc;
 
+use agentbreaker::interop::ArgKind;
 use agentbreaker::{Clock, SharedClock};
-use napi::Env;
-use napi::bindgen_prelude::{Either3, Unknown};
+use napi::bindgen_prelude::{Either3, JsObjectValue, JsValue, Reference, Unknown};
+use napi::{Env, ValueType};
 use napi_derive::napi;
+use serde_json::Value;
 
-use crate::convert::{describe, from_js_named, millis_arg};
-use crate::error::{Code, Context, Failure, run};
+use crate::convert::{millis, opt_json, wrong_type};
+use crate::error::{self, Arg, Failure, run};
 
 /// A clock that only moves when told to. Hand it to breakers to test your own loops
 /// deterministically; one clock may drive many breakers.
 #[napi]
 #[derive(Debug)]
 pub struct ManualClock {
-    pub(crate) inner: Arc<agentbreaker::ManualClock>,
+    inner: Arc<agentbreaker::ManualClock>,
 }
 
 #[napi]
 impl ManualClock {
     /// A clock reading `startMs` (default 0).
     #[napi(constructor, catch_unwind, ts_args_type = "startMs?: number")]
-    pub fn new(env: &Env, start_ms: Option<Unknown<'_>>) -> napi::Result<Self, Code> {
+    pub fn new(env: &Env, start_ms: Arg<'_>) -> error::Result<Self> {
         run(env, || {
-            let start = match start_ms.as_ref() {
-                None => 0,
-                Some(v) => millis_arg(Some(v), "startMs")?,
-            };
-            Ok(ManualClock {
-                inner: agentbreaker::ManualClock::shared(start),
-            })
+            let start = start_ms
+                .as_ref()
+                .map_or(Ok(0), |v| millis(Some(v), "startMs"))?;
+            let inner = agentbreaker::ManualClock::shared(start);
+            Ok(ManualClock { inner })
         })
     }
 
     /// Sets the time in ms. Going backwards is allowed: breakers treat it as no time passing.
-    #[napi(catch_unwind, ts_args_type = "ms: number", ts_return_type = "void")]
-    pub fn set(&self, env: &Env, ms: Option<Unknown<'_>>) -> napi::Result<(), Code> {
+    #[napi(catch_unwind, ts_args_type = "ms: number")]
+    pub fn set(&self, env: &Env, ms: Arg<'_>) -> error::Result<()> {
         run(env, || {
-            self.inner.set(millis_arg(ms.as_ref(), "ms")?);
-            Ok(())
+            millis(ms.as_ref(), "ms").map(|ms| self.inner.set(ms))
         })
     }
 
     /// Moves the time forward by `ms`.
-    #[napi(catch_unwind, ts_args_type = "ms: number", ts_return_type = "void")]
-    pub fn advance(&self, env: &Env, ms: Option<Unknown<'_>>) -> napi::Result<(), Code> {
+    #[napi(catch_unwind, ts_args_type = "ms: number")]
+    pub fn advance(&self, env: &Env, ms: Arg<'_>) -> error::Result<()> {
         run(env, || {
-            self.inner.advance(millis_arg(ms.as_ref(), "ms")?);
-            Ok(())
+            millis(ms.as_ref(), "ms").map(|ms| self.inner.advance(ms))
         })
     }
 
@@ -79,24 +77,59 @@ impl SystemClock {
     }
 }
 
+const CLOCKS: &str = "a ManualClock or a SystemClock";
+
 /// The `clock` argument of a constructor.
 pub type ClockArg<'a> = Option<Either3<&'a ManualClock, &'a SystemClock, Unknown<'a>>>;
 
-/// The core clock for a `clock` argument: `undefined`/`null` is the system clock.
+/// The core clock for a `clock` argument: left out, `undefined` and `null` are the system clock.
 pub fn shared_clock(clock: &ClockArg<'_>) -> Result<SharedClock, Failure> {
     match clock {
-        None => Ok(agentbreaker::SystemClock::shared()),
+        None | Some(Either3::B(_)) => Ok(agentbreaker::SystemClock::shared()),
         Some(Either3::A(manual)) => Ok(manual.inner.clone()),
-        Some(Either3::B(_)) => Ok(agentbreaker::SystemClock::shared()),
-        Some(Either3::C(other)) => {
-            let value = from_js_named(other, Context::Argument, "clock")?;
-            if value.is_null() {
-                return Ok(agentbreaker::SystemClock::shared());
-            }
-            Err(Context::Argument.type_error(format!(
-                "clock must be a ManualClock or a SystemClock, not {}",
-                describe(&value)
-            )))
-        }
+        Some(Either3::C(other)) => Err(wrong_type(ArgKind::Argument, "clock", CLOCKS, Some(other))),
     }
+}
+
+/// The clock an options object holds as `clock`; `None` when it holds none (or is no object).
+/// Read as references: `&ManualClock` can only be borrowed while napi converts arguments.
+pub fn clock_in(options: Option<&Unknown<'_>>) -> Result<Option<SharedClock>, Failure> {
+    let Some(options) = options.filter(|o| o.get_type().ok() == Some(ValueType::Object)) else {
+        return Ok(None);
+    };
+    let object = options.coerce_to_object()?;
+    let clock: Unknown<'_> = object.get_named_property("clock")?;
+    if matches!(clock.get_type()?, ValueType::Undefined | ValueType::Null) {
+        Ok(None)
+    } else if let Ok(manual) =
+        object.get_named_property_unchecked::<Reference<ManualClock>>("clock")
+    {
+        Ok(Some(manual.inner.clone()))
+    } else if object
+        .get_named_property_unchecked::<Reference<SystemClock>>("clock")
+        .is_ok()
+    {
+        Ok(Some(agentbreaker::SystemClock::shared()))
+    } else {
+        Err(wrong_type(
+            ArgKind::Argument,
+            "config.clock",
+            CLOCKS,
+            Some(&clock),
+        ))
+    }
+}
+
+/// The body of a constructor `new X(config?, clock?)`: the config as JSON (refused with
+/// `INVALID_CONFIG`), the clock, and the core object `make` builds from them.
+pub fn construct<T, C: From<T>>(
+    env: &Env,
+    config: &Arg<'_>,
+    clock: &ClockArg<'_>,
+    make: impl FnOnce(&Value, SharedClock) -> agentbreaker::Result<T>,
+) -> error::Result<C> {
+    run(env, || {
+        let config = opt_json(config.as_ref(), ArgKind::Config, "config")?;
+        Ok(make(&config, shared_clock(clock)?)?.into())
+    })
 }

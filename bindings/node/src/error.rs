@@ -1,19 +1,21 @@
 //! Errors thrown to JavaScript, and the guard every export runs its work in.
 //!
-//! Every error thrown by the addon is an `Error` whose `code` is one of the core's stable codes
-//! (`INVALID_CONFIG`, `INVALID_ARGUMENT`, `INVALID_EVENT`, `INVALID_SNAPSHOT`, `IO`, `INTERNAL`,
-//! `CIRCUIT_OPEN`) and whose `message` is the core's message without the code prefix. A value of
-//! the wrong JavaScript type (a string where a number belongs, `undefined` for a required
-//! argument, `NaN`, `Infinity`, a function, ...) is a `TypeError` with the code of the argument it
-//! appears in. A panic is caught and thrown as `INTERNAL`; the object stays usable.
+//! Every error the addon throws is an `Error` whose `code` is one of the core's stable codes
+//! (`agentbreaker::ERROR_CODES`) and whose `message` is the core's message without the code
+//! prefix. The code of a bad value is decided by `agentbreaker::interop` (the argument's
+//! [`ArgKind`](agentbreaker::interop::ArgKind)); the binding only decides that a value refused
+//! before the core saw it (`NaN`, a function, a number for a string) is thrown as a `TypeError`.
+//! A panic is `INTERNAL` (`interop::panic_error`); the object stays usable.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use agentbreaker::Error;
+use agentbreaker::interop::panic_error;
 use napi::Env;
 
 use crate::listeners::EnvScope;
 
-/// The `code` property of a thrown error (napi-rs puts `status` there).
+/// The `code` property of a thrown error (napi-rs puts the status there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Code(&'static str);
 
@@ -24,26 +26,30 @@ impl AsRef<str> for Code {
 }
 
 /// napi-rs does not throw again when an error carries this status and an exception is already
-/// pending: that is how a `TypeError` thrown through [`Env::throw_type_error`] reaches JavaScript.
+/// pending: that is how a `TypeError` thrown through [`Env::throw_type_error`] (or an exception
+/// of JavaScript code a conversion ran) reaches JavaScript unchanged.
 pub const PENDING: Code = Code("PendingException");
 
-/// What an export returns.
-pub type JsResult<T> = napi::Result<T, Code>;
+/// What an export returns (napi-derive knows a result by its type's name, `Result`).
+pub type Result<T> = napi::Result<T, Code>;
+
+/// An optional argument of an export (napi passes `undefined` and `null` as `None`).
+pub type Arg<'a> = Option<napi::bindgen_prelude::Unknown<'a>>;
 
 /// A failure inside an export, before it is thrown.
 #[derive(Debug)]
 pub enum Failure {
-    /// An error of the core, thrown with its code.
-    Core(agentbreaker::Error),
-    /// A value of the wrong JavaScript type, thrown as a `TypeError` with this code.
-    Type(&'static str, String),
+    /// An error of the core, thrown as an `Error` with its code.
+    Core(Error),
+    /// A value of the wrong JavaScript type, thrown as a `TypeError` with the error's code.
+    Type(Error),
     /// A napi call failed (usually because JavaScript code it ran threw: that exception is
     /// rethrown as it is).
     Napi(napi::Error),
 }
 
-impl From<agentbreaker::Error> for Failure {
-    fn from(e: agentbreaker::Error) -> Self {
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
         Failure::Core(e)
     }
 }
@@ -54,39 +60,9 @@ impl From<napi::Error> for Failure {
     }
 }
 
-/// The code a conversion failure is reported with: the code of the argument's validator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Context {
-    /// A constructor's config: `INVALID_CONFIG`.
-    Config,
-    /// An operation's argument: `INVALID_ARGUMENT`.
-    Argument,
-    /// A BudgetBreaker event: `INVALID_EVENT`.
-    Event,
-    /// A snapshot: `INVALID_SNAPSHOT`.
-    Snapshot,
-}
-
-impl Context {
-    /// The stable code of this context.
-    pub fn code(self) -> &'static str {
-        match self {
-            Context::Config => "INVALID_CONFIG",
-            Context::Argument => "INVALID_ARGUMENT",
-            Context::Event => "INVALID_EVENT",
-            Context::Snapshot => "INVALID_SNAPSHOT",
-        }
-    }
-
-    /// A `TypeError` of this context.
-    pub fn type_error(self, message: impl Into<String>) -> Failure {
-        Failure::Type(self.code(), message.into())
-    }
-}
-
-/// An `INTERNAL` error (a bug: a panic, or a value napi could not create).
-pub fn internal(message: impl Into<String>) -> Failure {
-    Failure::Core(agentbreaker::Error::Internal(message.into()))
+/// An `INTERNAL` error (a bug: a value napi could not create, a result serde could not write).
+pub fn internal(message: impl std::fmt::Display) -> Failure {
+    Failure::Core(Error::Internal(message.to_string()))
 }
 
 impl Failure {
@@ -94,13 +70,11 @@ impl Failure {
     fn into_js(self, env: &Env) -> napi::Error<Code> {
         match self {
             Failure::Core(e) => napi::Error::new(Code(e.code()), e.message()),
-            Failure::Type(code, message) => match env.throw_type_error(&message, Some(code)) {
-                Ok(()) => napi::Error::new(PENDING, message),
-                Err(_) => napi::Error::new(Code(code), message),
+            Failure::Type(e) => match env.throw_type_error(e.message(), Some(e.code())) {
+                Ok(()) => napi::Error::new(PENDING, e.message()),
+                Err(_) => napi::Error::new(Code(e.code()), e.message()),
             },
             Failure::Napi(e) if e.status == napi::Status::PendingException => {
-                // JavaScript code the conversion ran (a getter, a Proxy trap) threw: napi-rs
-                // rethrows that exception unchanged.
                 napi::Error::new(PENDING, e.reason)
             }
             Failure::Napi(e) => napi::Error::new(
@@ -112,20 +86,19 @@ impl Failure {
 }
 
 /// Runs an export's work: with the env recorded for listeners (events are delivered
-/// synchronously, inside the call that caused them), panics caught as `INTERNAL`, and failures
-/// turned into JavaScript errors.
-pub fn run<T>(env: &Env, work: impl FnOnce() -> Result<T, Failure>) -> JsResult<T> {
+/// synchronously, inside the call that caused them), a panic turned into `INTERNAL`, and a
+/// failure into a JavaScript error.
+pub fn run<T>(env: &Env, work: impl FnOnce() -> std::result::Result<T, Failure>) -> Result<T> {
     let _scope = EnvScope::enter(env);
-    match catch_unwind(AssertUnwindSafe(work)) {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(failure)) => Err(failure.into_js(env)),
-        Err(panic) => {
-            let text = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".to_string());
-            Err(internal(format!("panic: {text}")).into_js(env))
-        }
-    }
+    catch_unwind(AssertUnwindSafe(work))
+        .unwrap_or_else(|payload| Err(Failure::Core(panic_error(&*payload))))
+        .map_err(|failure| failure.into_js(env))
+}
+
+/// [`run`] for work that returns nothing and cannot fail (but may call listeners or panic).
+pub fn run_void(env: &Env, work: impl FnOnce()) -> Result<()> {
+    run(env, || {
+        work();
+        Ok(())
+    })
 }

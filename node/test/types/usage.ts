@@ -1,6 +1,7 @@
 // Type-checked (never run) with `tsc --noEmit --strict -p test/types`: a small program against
 // index.d.ts, plus `@ts-expect-error` lines that must stay errors.
 import {
+  AgentHaltedError,
   analyze,
   BudgetBreaker,
   configFromEnv,
@@ -10,6 +11,7 @@ import {
   FixPlan,
   Loop,
   ManualClock,
+  Monitor,
   profile,
   profileNames,
   StagnationBreaker,
@@ -25,9 +27,16 @@ import type {
   Halt,
   HaltSlug,
   LoopDecision,
+  MonitorConfig,
+  MonitorEvent,
+  MonitorStatus,
   Permission,
   ProfileName,
+  RuleSlug,
   StateChangeEvent,
+  Verdict,
+  VerdictAction,
+  VerdictEvent,
   WarningEvent,
 } from '../..'
 
@@ -143,4 +152,68 @@ function agentLoop(): void {
   loop.observe({ filesChanged: 1 })
 }
 
-void [failureBreaker, stagnation, budget, strategies, agentLoop]
+function monitor(): void {
+  const config: MonitorConfig = { profile: 'coding-agent', toolLimits: { web_fetch: 20 }, warnBefore: 2, clock: new ManualClock(0) }
+  const watcher = new Monitor(config)
+  void new Monitor({ budget: { maxToolCallsPerTask: 50 }, stagnation: { repeatThreshold: 5 } }, new SystemClock())
+  void new Monitor()
+  const events: MonitorEvent[] = [
+    { type: 'assistant', text: 'Let me run the tests.' },
+    { type: 'tool_use', name: 'Bash', id: 't1', input: { command: 'pytest -q' } },
+    { type: 'tool_result', id: 't1', ok: false, text: '1 failed' },
+    { type: 'usage', model: 'claude-sonnet-4', usage: { input_tokens: 1200, output_tokens: 80 } },
+    { type: 'usage', costCents: 1.5 },
+    { type: 'progress', files: ['src/parser.py'], testsPassing: 41, digest: 'a3f9' },
+    { type: 'error', text: 'rate limited', transient: true },
+    { type: 'heartbeat', taskId: 'research', phase: 'starting' },
+    { type: 'alive', taskId: 'research', source: 'a framework key' },
+  ]
+  for (const event of events) {
+    const verdict: Verdict = watcher.observe(event)
+    const action: VerdictAction = verdict.action
+    if (verdict.action === 'halt') {
+      const slug: RuleSlug = verdict.reason
+      const nudge: string = verdict.nudge
+      const count: number | undefined = verdict.detail.count
+      void [slug, nudge, count]
+      throw new AgentHaltedError(verdict)
+    }
+    if (verdict.action === 'continue') {
+      const none: null = verdict.reason
+      void none
+    }
+    void action
+  }
+  const ticked: Verdict[] = watcher.tick()
+  const status: MonitorStatus = watcher.status()
+  const halted: boolean = status.tasks.every((t) => t.halted && t.halt !== null && t.rules.no_progress !== undefined)
+  watcher.restore(watcher.snapshot())
+  watcher.reset()
+  watcher.on('verdict', (event: VerdictEvent) => void [event.atMs, event.reason, event.action === 'warn'])
+  watcher.off('verdict', () => undefined)
+  try {
+    throw new AgentHaltedError('stopped by hand')
+  } catch (error) {
+    if (error instanceof AgentHaltedError) {
+      const code: 'HALTED' = error.code
+      const reason: RuleSlug | null = error.verdict.reason
+      void [code, reason, error.message]
+    }
+  }
+  void [ticked, halted, watcher.listenerErrors, watcher.config.warnBefore]
+  // @ts-expect-error a tool_use needs its name
+  watcher.observe({ type: 'tool_use', input: {} })
+  // @ts-expect-error a result's ok is a boolean
+  watcher.observe({ type: 'tool_result', ok: 'yes' })
+  // @ts-expect-error Monitors emit verdict events only
+  watcher.on('halt', () => undefined)
+  // @ts-expect-error not a profile
+  void new Monitor({ profile: 'fast' })
+  // @ts-expect-error not a slug
+  const slug: RuleSlug = 'repeated-step'
+  // @ts-expect-error a continue verdict cannot be thrown
+  void new AgentHaltedError(watcher.observe({ type: 'alive' }))
+  void slug
+}
+
+void [failureBreaker, stagnation, budget, strategies, agentLoop, monitor]
