@@ -68,18 +68,26 @@ local _, _, clocks = class("Clock", "ManualClock")
 M.ManualClock = { new = clocks.manual }
 M.SystemClock = { new = clocks.system }
 
+-- `tostring(object)`: agentbreaker.Class(detail).
+local function printable(meta, name, detail)
+  meta.__tostring = function(self)
+    return ("agentbreaker.%s(%s)"):format(name, detail(self))
+  end
+end
+
 ---------------------------------------------------------------------------------------------
 -- The hot classes. Their hot methods are C functions (capi.rs, `bind`) that take the common
 -- case straight into the core and hand every other one to the checked method given them.
 
 local bind, setListened = raw.bind, raw.set_listened
 
--- A cell's Rust object and its hot methods' listener byte: every listener added marks the cell.
-local function cells(C, newCell, meta)
+-- `C.new(config)` makes a cell with `metatable(cell)` and keeps its Rust object; every listener
+-- added marks the cell (its hot methods then take the checked way, which calls listeners).
+local function cells(C, metatable)
   local newObject, addListener = C.new, C.addListener
   function C.new(config)
-    local handle, address, listened = newObject(config)
-    local cell = newCell(address, listened, meta(handle))
+    local cell, handle
+    cell, handle = newObject(config, metatable(function() return cell end))
     handleOf[cell] = handle
     return cell
   end
@@ -95,7 +103,13 @@ end
 
 local CircuitBreaker, cbMeta, cbOwn = class("CircuitBreaker")
 M.CircuitBreaker = CircuitBreaker
+printable(cbMeta, "CircuitBreaker", function(cb)
+  return ("%s, %d/%d failures"):format(cb.state, cb.consecutiveFailures, cb.threshold)
+end)
 
+-- The seed's fields, read live from getStatus(): how to change each, and its value. Times are
+-- the seed's whole seconds (it used os.time()); cooldownSeconds is fractional when it is not whole.
+local floor = math.floor
 local SEED_FIELDS = {
   state = "reset() or restore()",
   consecutiveFailures = "reset() or restore()",
@@ -104,6 +118,15 @@ local SEED_FIELDS = {
   openedAt = "reset() or restore()",
   failureHistory = "reset() or restore()",
 }
+local function seedField(status, key)
+  if key == "cooldownSeconds" then
+    local ms = status.cooldownMs
+    return ms % 1000 == 0 and floor(ms / 1000) or ms / 1000
+  elseif key == "openedAt" then
+    return status.openedAt and floor(status.openedAt / 1000)
+  end
+  return status[key]
+end
 
 local function cbNewIndex(_, key)
   local how = SEED_FIELDS[key]
@@ -120,13 +143,13 @@ end
 -- call the class's method when code has replaced it.
 local ownRecordSuccess = bind(1, CircuitBreaker, "recordSuccess", CircuitBreaker.recordSuccess)
 local ownShouldAllow = bind(2, CircuitBreaker, "shouldAllowOperation", CircuitBreaker.shouldAllowOperation)
-local field = cbOwn.field
-cells(CircuitBreaker, raw.new_cb_cell, function(handle)
+local getStatus = CircuitBreaker.getStatus
+cells(CircuitBreaker, function(cell)
   local own = setmetatable({ recordSuccess = ownRecordSuccess, shouldAllowOperation = ownShouldAllow }, {
     __index = function(_, key)
       local m = CircuitBreaker[key]
       if m == nil and SEED_FIELDS[key] then
-        return field(handle, key)
+        return seedField(getStatus(cell()), key)
       end
       return m
     end,
@@ -186,22 +209,38 @@ end
 local StagnationBreaker, sbMeta = class("StagnationBreaker")
 M.StagnationBreaker = StagnationBreaker
 sbMeta.__metatable = false
+printable(sbMeta, "StagnationBreaker", function(sb)
+  local status = sb:getStatus()
+  return ("%s, %d iterations without progress"):format(status.state, status.consecutiveNoProgress)
+end)
 StagnationBreaker.recordProgress = bind(3, StagnationBreaker.recordProgress)
 StagnationBreaker.check = bind(4, StagnationBreaker.check, raw.object_mt)
-cells(StagnationBreaker, raw.new_sb_cell, function() return sbMeta end)
+cells(StagnationBreaker, function() return sbMeta end)
 
 local BudgetBreaker, bbMeta = class("BudgetBreaker")
 M.BudgetBreaker = BudgetBreaker
 bbMeta.__metatable = false
+printable(bbMeta, "BudgetBreaker", function(bb)
+  return #bb:snapshot().tasks .. " open tasks"
+end)
 BudgetBreaker.ingest = bind(5, BudgetBreaker.ingest, raw.take_halt)
-cells(BudgetBreaker, raw.new_bb_cell, function() return bbMeta end)
+cells(BudgetBreaker, function() return bbMeta end)
 
 ---------------------------------------------------------------------------------------------
 -- The other classes
 
 M.ExitStrategy = class("ExitStrategy")
 M.FixPlan = { new = wrap(raw.FixPlan.new), fromMarkdown = wrap(raw.FixPlan.fromMarkdown) }
-M.Loop = class("Loop")
-M.Monitor = class("Monitor")
+local loopMeta, monitorMeta
+M.Loop, loopMeta = class("Loop")
+printable(loopMeta, "Loop", function(l)
+  local status = l:getStatus()
+  return "iteration " .. status.iteration .. (status.reason and ", exited: " .. status.reason or "")
+end)
+M.Monitor, monitorMeta = class("Monitor")
+printable(monitorMeta, "Monitor", function(m)
+  local status = m:status()
+  return status.profile .. ", " .. #status.tasks .. " open tasks"
+end)
 
 return M, metas, seedLog

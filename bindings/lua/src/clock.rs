@@ -1,19 +1,16 @@
-//! `agentbreaker.ManualClock` and `agentbreaker.SystemClock` (docs/contract.md).
+//! `agentbreaker.ManualClock` and `agentbreaker.SystemClock`.
 
 use std::sync::Arc;
 
 use agentbreaker::interop::ArgKind;
-use agentbreaker::{ManualClock, SharedClock, SystemClock};
+use agentbreaker::{Error, ManualClock, SharedClock, SystemClock};
 use mlua::{Lua, Table, Value};
 
 use crate::{Class, Handle, Methods, convert, none, ret};
 
-/// A clock as Lua holds it: a ManualClock (settable) or the system clock.
+/// A clock as Lua holds it: a ManualClock, or the system clock (`None`).
 #[derive(Debug)]
-pub(crate) enum LuaClock {
-    Manual(Arc<ManualClock>),
-    System,
-}
+pub(crate) struct LuaClock(Option<Arc<ManualClock>>);
 
 impl Class for LuaClock {
     const NAME: &'static str = "Clock";
@@ -22,54 +19,48 @@ impl Class for LuaClock {
 impl LuaClock {
     /// The clock as the core's objects take it.
     pub(crate) fn shared(&self) -> SharedClock {
-        match self {
-            LuaClock::Manual(c) => c.clone(),
-            LuaClock::System => SystemClock::shared(),
-        }
+        self.0
+            .clone()
+            .map_or_else(SystemClock::shared, |c| c as SharedClock)
     }
 
-    fn manual(&self, method: &str) -> Result<&ManualClock, agentbreaker::Error> {
-        match self {
-            LuaClock::Manual(c) => Ok(c),
-            LuaClock::System => Err(ArgKind::Argument.error(format_args!(
-                "clock:{method}: the system clock cannot be moved; use agentbreaker.ManualClock.new()"
-            ))),
-        }
+    /// A clock that code moves: `clock:set(ms)`, `clock:advance(ms)`.
+    fn manual(&self, method: &str, ms: &Value) -> Result<(&ManualClock, u64), Error> {
+        let clock = self.0.as_deref().ok_or_else(|| {
+            let hint = "the system clock cannot be moved; use agentbreaker.ManualClock.new()";
+            ArgKind::Argument.error(format_args!("clock:{method}: {hint}"))
+        })?;
+        Ok((clock, convert::whole(ms, &format!("clock:{method}: ms"))?))
     }
 }
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
+    let new = |lua: &Lua, clock| ret(lua, Handle::new(LuaClock(clock)).into_lua(lua)?);
     Methods::<LuaClock>::new(lua, raw, "Clock")?
-        .function("_manual", |lua, (start,): (Value,)| {
+        .function("_manual", move |lua, (start,): (Value,)| {
             let start = match start {
                 Value::Nil => 0,
                 v => convert::whole(&v, "ManualClock.new: startMs")?,
             };
-            ret(
-                lua,
-                Handle::new(LuaClock::Manual(ManualClock::shared(start))).into_lua(lua)?,
-            )
+            new(lua, Some(ManualClock::shared(start)))
         })?
-        .function("_system", |lua, ()| {
-            ret(lua, Handle::new(LuaClock::System).into_lua(lua)?)
-        })?
+        .function("_system", move |lua, ()| new(lua, None))?
         .method("now", |lua, h, ()| ret(lua, h.core.shared().now_ms()))?
         .method("set", |_, h, (ms,): (Value,)| {
-            h.core
-                .manual("set")?
-                .set(convert::whole(&ms, "clock:set: ms")?);
+            let (clock, ms) = h.core.manual("set", &ms)?;
+            clock.set(ms);
             none()
         })?
         .method("advance", |_, h, (ms,): (Value,)| {
-            h.core
-                .manual("advance")?
-                .advance(convert::whole(&ms, "clock:advance: ms")?);
+            let (clock, ms) = h.core.manual("advance", &ms)?;
+            clock.advance(ms);
             none()
         })?
         .method("__tostring", |lua, h, ()| {
-            let name = match *h.core {
-                LuaClock::Manual(_) => "ManualClock",
-                LuaClock::System => "SystemClock",
+            let name = if h.core.0.is_some() {
+                "ManualClock"
+            } else {
+                "SystemClock"
             };
             ret(
                 lua,

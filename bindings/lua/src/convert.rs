@@ -30,15 +30,7 @@ use serde_json::{Map, Value as Json};
 use crate::errors::{lua_error, wrong_argument};
 
 /// Keys whose value is a list in the contract's shapes: an empty table there is `[]`.
-const LIST_KEYS: [&str; 7] = [
-    "failureHistory",
-    "outputTrend",
-    "baselineOutputs",
-    "steps",
-    "members",
-    "events",
-    "files",
-];
+const LIST_KEYS: &str = "failureHistory outputTrend baselineOutputs steps members events files";
 
 /// Registry names of the two marker metatables.
 const MARKERS: [(&str, &str); 2] = [
@@ -52,6 +44,15 @@ enum At<'a> {
     Root(&'a str),
     Key(&'a At<'a>, &'a str),
     Index(&'a At<'a>, i64),
+}
+
+impl At<'_> {
+    fn root(&self) -> &str {
+        match self {
+            At::Root(name) => name,
+            At::Key(parent, _) | At::Index(parent, _) => parent.root(),
+        }
+    }
 }
 
 impl fmt::Display for At<'_> {
@@ -82,13 +83,8 @@ pub(crate) unsafe fn walk(
     // or raises.
     unsafe {
         let top = ffi::lua_gettop(state);
-        let json = Walk {
-            state,
-            kind,
-            skip,
-            what,
-        }
-        .value(index, &At::Root(what), None, 0);
+        let walk = Walk { state, kind, skip };
+        let json = walk.value(index, &At::Root(what), 0);
         ffi::lua_settop(state, top);
         json
     }
@@ -98,17 +94,10 @@ struct Walk<'a> {
     state: *mut ffi::lua_State,
     kind: ArgKind,
     skip: &'a [&'a str],
-    what: &'a str,
 }
 
 impl Walk<'_> {
-    unsafe fn value(
-        &self,
-        i: c_int,
-        at: &At,
-        key: Option<&str>,
-        depth: usize,
-    ) -> Result<Json, Error> {
+    unsafe fn value(&self, i: c_int, at: &At, depth: usize) -> Result<Json, Error> {
         let state = self.state;
         // SAFETY: see `walk`.
         unsafe {
@@ -126,25 +115,18 @@ impl Walk<'_> {
                     Json::Number(n?)
                 }
                 ffi::LUA_TSTRING => Json::String(text(state, i)),
-                ffi::LUA_TTABLE if depth >= MAX_DEPTH => return Err(self.kind.too_deep(self.what)),
-                ffi::LUA_TTABLE => self.table(i, at, key, depth)?,
+                ffi::LUA_TTABLE if depth >= MAX_DEPTH => return Err(self.kind.too_deep(at.root())),
+                ffi::LUA_TTABLE => self.table(i, at, depth)?,
                 other => {
                     let expected = "nil, a boolean, a number, a string or a table";
-                    return Err(self
-                        .kind
-                        .wrong_type(&at.to_string(), expected, type_name(other)));
+                    let at = at.to_string();
+                    return Err(self.kind.wrong_type(&at, expected, type_name(other)));
                 }
             })
         }
     }
 
-    unsafe fn table(
-        &self,
-        i: c_int,
-        at: &At,
-        key: Option<&str>,
-        depth: usize,
-    ) -> Result<Json, Error> {
+    unsafe fn table(&self, i: c_int, at: &At, depth: usize) -> Result<Json, Error> {
         let (state, kind) = (self.state, self.kind);
         // SAFETY: see `walk`; a key and a value above the table, or the metatable and its key.
         unsafe {
@@ -160,7 +142,7 @@ impl Walk<'_> {
                     ffi::LUA_TSTRING => {
                         let name = text(state, k);
                         if depth > 0 || !self.skip.contains(&name.as_str()) {
-                            let item = self.value(v, &At::Key(at, &name), Some(&name), depth + 1);
+                            let item = self.value(v, &At::Key(at, &name), depth + 1);
                             map.insert(name, item?);
                         }
                     }
@@ -168,10 +150,7 @@ impl Walk<'_> {
                         let index = list_index(state, k).ok_or_else(|| {
                             kind.error(format_args!("{at} has a number key that is not 1..n"))
                         })?;
-                        items.push((
-                            index,
-                            self.value(v, &At::Index(at, index), None, depth + 1)?,
-                        ));
+                        items.push((index, self.value(v, &At::Index(at, index), depth + 1)?));
                     }
                     other => {
                         return Err(kind.error(format_args!(
@@ -183,32 +162,29 @@ impl Walk<'_> {
                 ffi::lua_settop(state, k);
             }
             let empty = map.is_empty() && items.is_empty();
-            let as_list = marked.unwrap_or(if empty {
-                key.is_some_and(|k| LIST_KEYS.contains(&k))
+            let under_list_key = |at: &At| match at {
+                At::Key(_, key) => LIST_KEYS.split(' ').any(|list| list == *key),
+                _ => false,
+            };
+            if !marked.unwrap_or(if empty {
+                under_list_key(at)
             } else {
                 map.is_empty()
-            });
-            match (as_list, items.first(), map.keys().next()) {
-                (false, None, _) => return Ok(Json::Object(map)),
-                (false, Some((index, _)), _) => {
-                    return Err(kind.error(format_args!(
-                        "{at} mixes list items (index {index}) and named keys"
-                    )));
-                }
-                (true, _, Some(name)) => {
-                    return Err(kind.error(format_args!(
-                        "{at} is a list but has the named key {name:?}"
-                    )));
-                }
-                (true, _, None) => {}
+            }) {
+                return match items.first() {
+                    None => Ok(Json::Object(map)),
+                    Some(_) => {
+                        Err(kind.error(format_args!("{at} mixes list items and named keys")))
+                    }
+                };
             }
-            items.sort_unstable_by_key(|(index, _)| *index);
+            if let Some(key) = map.keys().next() {
+                return Err(kind.error(format_args!("{at} is a list but has the key {key:?}")));
+            }
             // Keys exactly 1..n; a marked list (dkjson) may leave holes where its nulls were.
-            let (len, last) = (
-                items.len() as i64,
-                items.last().map_or(0, |(index, _)| *index),
-            );
-            let from_one = items.first().is_none_or(|(index, _)| *index >= 1);
+            items.sort_unstable_by_key(|item| item.0);
+            let (len, last) = (items.len() as i64, items.last().map_or(0, |item| item.0));
+            let from_one = items.first().is_none_or(|item| item.0 >= 1);
             if !(from_one && (last == len || (marked.is_some() && last <= 4 * len + 16))) {
                 return Err(kind.error(format_args!("{at} is not a list: its keys are not 1..n")));
             }
@@ -294,6 +270,11 @@ fn type_name(lua_type: c_int) -> &'static str {
 /// A Lua value as JSON ([`walk`]), `what` naming it in messages, `kind` the code of a refusal.
 pub(crate) fn to_json(lua: &Lua, value: &Value, what: &str, kind: ArgKind) -> Result<Json, Error> {
     to_json_without(lua, value, what, kind, &[])
+}
+
+/// A snapshot given to `restore`.
+pub(crate) fn snapshot(lua: &Lua, value: &Value) -> Result<Json, Error> {
+    to_json(lua, value, "snapshot", ArgKind::Snapshot)
 }
 
 /// [`to_json`] without the top-level keys in `skip`.

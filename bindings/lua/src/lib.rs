@@ -86,18 +86,22 @@ impl<T: Class> Handle<T> {
     pub(crate) fn into_lua(self, lua: &Lua) -> Result<AnyUserData, Error> {
         lua.create_userdata(self).map_err(lua_error)
     }
+}
 
-    /// A breaker object of the C fast paths, as its constructor returns it: the object, the
-    /// address of its Rust value (mlua keeps it in place while the object lives) and whether it
-    /// may have Lua listeners, from which the Lua side makes the object's cell (`capi`).
-    pub(crate) fn into_hot(self, lua: &Lua) -> Out {
-        let listened = self.listeners.any();
-        let ud = self.into_lua(lua)?;
-        let address = {
-            let handle = ud.borrow::<Handle<T>>().map_err(lua_error)?;
-            mlua::LightUserData(std::ptr::from_ref::<Handle<T>>(&handle).cast_mut().cast())
-        };
-        ret(lua, (ud, address, listened))
+impl<T: EventSource> Handle<T> {
+    /// Adds `f` as a listener of every event; returns the id Lua gets for `removeListener`.
+    pub(crate) fn listen(&self, lua: &Lua, f: Function) -> Result<u64, Error> {
+        self.listeners
+            .add_event_listener(lua, f, |l| self.core.add(l))
+    }
+}
+
+impl<T: Class + capi::Hot> Handle<T> {
+    /// A breaker of the C fast paths, as its constructor returns it: its cell (with
+    /// `metatable`) and the Lua object behind it.
+    pub(crate) fn into_hot(self, lua: &Lua, metatable: &Table) -> Out {
+        let cell = capi::new_cell(lua, &self.core, self.listeners.any(), metatable)?;
+        ret(lua, (cell, self.into_lua(lua)?))
     }
 }
 
@@ -123,36 +127,6 @@ pub(crate) fn this<T: Class>(value: &Value, method: &str) -> Result<UserDataRef<
     .ok_or_else(|| not_self(T::NAME, method, value))
 }
 
-/// `tostring(obj)`: `agentbreaker.Class(detail)`.
-pub(crate) fn describe_object<T: Class>(lua: &Lua, detail: &str) -> Out {
-    ret(lua, format!("agentbreaker.{}({detail})", T::NAME))
-}
-
-/// Registers raw function `name` in `table`: runs `f` inside a panic boundary with the Lua state
-/// marked as running (see `errors::guarded`) and returns `true, results...` or
-/// `false, "CODE: message"`. mlua itself never raises for bad input: the arguments are values
-/// whose conversion cannot fail.
-pub(crate) fn export<A, F>(lua: &Lua, table: &Table, name: &str, f: F) -> mlua::Result<()>
-where
-    A: FromLuaMulti,
-    F: Fn(&Lua, A) -> Out + 'static,
-{
-    let function = lua.create_function(move |lua, args: A| {
-        let outcome = guarded(lua, || f(lua, args));
-        // Free the registry slots of listener functions dropped meanwhile (removed listeners,
-        // collected objects), so that Lua can collect the functions.
-        lua.expire_registry_values();
-        match outcome {
-            Ok(mut values) => {
-                values.push_front(Value::Boolean(true));
-                Ok(values)
-            }
-            Err(e) => (false, e.to_string()).into_lua_multi(lua),
-        }
-    })?;
-    table.raw_set(name, function)
-}
-
 /// The raw functions of one class, `raw[name]` for the Lua side: keys beginning with `__` are
 /// metatable fields of its objects, with `_` functions of the Lua side's own, the rest methods.
 pub(crate) struct Methods<'a, T = ()> {
@@ -172,13 +146,26 @@ impl<'a, T> Methods<'a, T> {
         })
     }
 
-    /// A function (a constructor, or a function of the module).
+    /// A function (a constructor, or a function of the module): `f` runs inside a panic
+    /// boundary with the Lua state marked as running (`errors::guarded`); Lua gets `true,
+    /// results...` or `false, "CODE: message"`. mlua itself never raises for bad input: the
+    /// arguments are values whose conversion cannot fail.
     pub(crate) fn function<A, F>(&self, name: &str, f: F) -> mlua::Result<&Self>
     where
         A: FromLuaMulti,
         F: Fn(&Lua, A) -> Out + 'static,
     {
-        export(self.lua, &self.table, name, f)?;
+        let function = self.lua.create_function(move |lua, args: A| {
+            let outcome = guarded(lua, || f(lua, args));
+            // Free the registry slots of listener functions dropped meanwhile (removed
+            // listeners, collected objects), so that Lua can collect the functions.
+            lua.expire_registry_values();
+            match outcome {
+                Ok(values) => (true, values).into_lua_multi(lua),
+                Err(e) => (false, e.to_string()).into_lua_multi(lua),
+            }
+        })?;
+        self.table.raw_set(name, function)?;
         Ok(self)
     }
 }
@@ -195,6 +182,14 @@ impl<T: Class> Methods<'_, T> {
             f(lua, &*this::<T>(&object, method)?, args)
         })
     }
+
+    /// A method without arguments or results (`reset()`).
+    pub(crate) fn action(&self, name: &'static str, f: fn(&T)) -> mlua::Result<&Self> {
+        self.method(name, move |_, h, ()| {
+            f(&h.core);
+            none()
+        })
+    }
 }
 
 impl<T: EventSource> Methods<'_, T> {
@@ -205,10 +200,7 @@ impl<T: EventSource> Methods<'_, T> {
                 let what = format!("{}.addListener: the listener", T::NAME);
                 return Err(errors::wrong_argument(&what, "a function", &f));
             };
-            ret(
-                lua,
-                h.listeners.add_event_listener(lua, f, |l| h.core.add(l))?,
-            )
+            ret(lua, h.listen(lua, f)?)
         })?
         .method("removeListener", |lua, h, (id,): (Value,)| {
             let id = convert::whole(&id, &format!("{}.removeListener: id", T::NAME))?;
@@ -256,34 +248,37 @@ event_source!(
 /// A constructor's config table: the contract's config (every other key, as JSON) and the
 /// Lua-only options `clock`, `listeners` (functions added in order) and, for the CircuitBreaker
 /// (`seed`), `quiet` and `log` (`function(level, line)` for the seed's lines).
+#[derive(Default)]
 pub(crate) struct Options {
     pub(crate) json: Json,
     clock: Option<SharedClock>,
     listeners: Vec<Function>,
-    pub(crate) quiet: bool,
-    pub(crate) log: Option<Function>,
+    quiet: bool,
+    log: Option<Function>,
 }
+
+/// The Lua-only options and what each must be.
+const OPTIONS: [(&str, &str); 4] = [
+    ("clock", "a clock"),
+    ("listeners", "a list of functions"),
+    ("quiet", "a boolean"),
+    ("log", "a function"),
+];
 
 impl Options {
     pub(crate) fn read<T: Class>(lua: &Lua, config: &Value, seed: bool) -> Result<Self, Error> {
         let what = format!("{} config", T::NAME);
-        let keys = &["clock", "listeners", "quiet", "log"][..if seed { 4 } else { 2 }];
-        let json = convert::to_json_without(lua, config, &what, ArgKind::Config, keys)?;
-        let (clock, listeners, quiet, log) = (None, Vec::new(), false, None);
+        let options = &OPTIONS[..if seed { 4 } else { 2 }];
+        let keys: Vec<&str> = options.iter().map(|(key, _)| *key).collect();
+        let json = convert::to_json_without(lua, config, &what, ArgKind::Config, &keys)?;
         let mut opts = Options {
             json,
-            clock,
-            listeners,
-            quiet,
-            log,
+            ..Options::default()
         };
         let Value::Table(t) = config else {
             return Ok(opts);
         };
-        for (key, expected) in
-            keys.iter()
-                .zip(["a clock", "a list of functions", "a boolean", "a function"])
-        {
+        for (key, expected) in options {
             let value = t.raw_get::<Value>(*key).map_err(lua_error)?;
             let taken = match (*key, &value) {
                 (_, Value::Nil) => true,
@@ -326,16 +321,31 @@ impl Options {
             .unwrap_or_else(agentbreaker::SystemClock::shared)
     }
 
-    /// Adds the `listeners` to a new object.
-    pub(crate) fn add_listeners<T: EventSource>(
-        &mut self,
+    /// The Lua object of a new core object, with its listeners: the seed's log lines first (a
+    /// CircuitBreaker that is not quiet, given its failure threshold), then `listeners`.
+    pub(crate) fn into_object<T: EventSource>(
+        self,
         lua: &Lua,
-        h: &Handle<T>,
-    ) -> Result<(), Error> {
-        for f in self.listeners.drain(..) {
-            h.listeners.add_event_listener(lua, f, |l| h.core.add(l))?;
+        core: T,
+        seed_threshold: Option<u32>,
+    ) -> Result<Handle<T>, Error> {
+        let handle = Handle::new(core);
+        if let Some(threshold) = seed_threshold.filter(|_| !self.quiet) {
+            let log = match self.log {
+                Some(f) => f,
+                None => lua
+                    .named_registry_value(failure::SEED_LOG_KEY)
+                    .map_err(lua_error)?,
+            };
+            let core = &handle.core;
+            handle
+                .listeners
+                .add_seed_log(lua, log, threshold, |l| core.add(l))?;
         }
-        Ok(())
+        for f in self.listeners {
+            handle.listen(lua, f)?;
+        }
+        Ok(handle)
     }
 }
 

@@ -1,47 +1,39 @@
-//! `agentbreaker.StagnationBreaker` (docs/contract.md). Its `recordProgress` and `check` are C
-//! functions (`capi`) in front of the methods here.
+//! `agentbreaker.StagnationBreaker`. `recordProgress` and `check` are C functions (`capi`) in
+//! front of the methods here.
 
-use agentbreaker::interop::ArgKind;
+use agentbreaker::interop::{self, ArgKind};
 use agentbreaker::{AgentStep, Error, IterationMetrics, StagnationBreaker, StagnationConfig};
 use mlua::{Lua, Table, Value};
+use serde_json::Value as Json;
 
-use crate::errors::{describe, lua_error};
-use crate::{Handle, Methods, Options, convert, describe_object, none, ret_json};
+use crate::{Methods, Options, convert, none, ret_json};
 
 /// `recordError`'s options: `nil` or `{transient = boolean}`.
-fn transient(options: &Value) -> Result<bool, Error> {
-    let bad = |detail: String| {
-        ArgKind::Argument.error(format_args!(
-            "StagnationBreaker.recordError: options must be nil or {{transient = boolean}}; {detail}"
-        ))
-    };
-    let Value::Table(t) = options else {
-        return match options {
-            Value::Nil => Ok(false),
-            other => Err(bad(format!("got {}", describe(other)))),
-        };
-    };
-    for pair in t.pairs::<Value, Value>() {
-        let (key, _) = pair.map_err(lua_error)?;
-        if !matches!(&key, Value::String(s) if s.as_bytes().as_ref() == b"transient") {
-            return Err(bad(format!("unknown option {}", describe(&key))));
+fn transient(lua: &Lua, options: &Value) -> Result<bool, Error> {
+    let what = "StagnationBreaker.recordError: options";
+    let options = convert::to_json(lua, options, what, ArgKind::Argument)?;
+    let transient = match &options {
+        Json::Null => Some(&Json::Bool(false)),
+        Json::Object(map) if map.keys().all(|key| key == "transient") => {
+            map.get("transient").or(Some(&Json::Bool(false)))
         }
-    }
-    match t.raw_get::<Value>("transient").map_err(lua_error)? {
-        Value::Nil => Ok(false),
-        Value::Boolean(b) => Ok(b),
-        other => Err(bad(format!("transient is {}", describe(&other)))),
-    }
+        _ => None,
+    };
+    let expected = "nil or {transient = boolean}";
+    transient
+        .and_then(Json::as_bool)
+        .ok_or_else(|| ArgKind::Argument.wrong_type(what, expected, interop::type_name(&options)))
 }
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
     Methods::<StagnationBreaker>::new(lua, raw, "StagnationBreaker")?
-        .function("new", |lua, (config,): (Value,)| {
-            let mut opts = Options::read::<StagnationBreaker>(lua, &config, false)?;
-            let config = StagnationConfig::from_json(&opts.json)?;
-            let handle = Handle::new(StagnationBreaker::with_clock(config, opts.clock())?);
-            opts.add_listeners(lua, &handle)?;
-            handle.into_hot(lua)
+        .function("new", |lua, (config, metatable): (Value, Table)| {
+            let opts = Options::read::<StagnationBreaker>(lua, &config, false)?;
+            let core = StagnationBreaker::with_clock(
+                StagnationConfig::from_json(&opts.json)?,
+                opts.clock(),
+            )?;
+            opts.into_object(lua, core, None)?.into_hot(lua, &metatable)
         })?
         .method("recordProgress", |lua, h, (metrics,): (Value,)| {
             let metrics = convert::to_json(lua, &metrics, "iteration metrics", ArgKind::Argument)?;
@@ -54,37 +46,19 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
             h.core.record_step(&AgentStep::from_json(&step)?);
             none()
         })?
-        .method("recordError", |_, h, (error, options): (Value, Value)| {
+        .method("recordError", |lua, h, (error, options): (Value, Value)| {
             let error = convert::string(&error, "StagnationBreaker.recordError: error")?;
-            h.core.record_error(&error, transient(&options)?);
+            h.core.record_error(&error, transient(lua, &options)?);
             none()
         })?
         .method("check", |lua, h, ()| ret_json(lua, &h.core.check()))?
         .method("getStatus", |lua, h, ()| ret_json(lua, &h.core.status()))?
-        .method("reset", |_, h, ()| {
-            h.core.reset();
-            none()
-        })?
+        .action("reset", StagnationBreaker::reset)?
         .method("snapshot", |lua, h, ()| ret_json(lua, &h.core.snapshot()))?
         .method("restore", |lua, h, (snapshot,): (Value,)| {
-            h.core.restore_json(&convert::to_json(
-                lua,
-                &snapshot,
-                "snapshot",
-                ArgKind::Snapshot,
-            )?)?;
+            h.core.restore_json(&convert::snapshot(lua, &snapshot)?)?;
             none()
         })?
-        .listeners()?
-        .method("__tostring", |lua, h, ()| {
-            let s = h.core.status();
-            describe_object::<StagnationBreaker>(
-                lua,
-                &format!(
-                    "{}, {} iterations without progress",
-                    s.state, s.consecutive_no_progress
-                ),
-            )
-        })?;
+        .listeners()?;
     Ok(())
 }

@@ -1,19 +1,17 @@
 //! `agentbreaker.analyze`, `agentbreaker.fingerprint`, `agentbreaker.ExitStrategy` and
-//! `agentbreaker.FixPlan` (docs/contract.md).
+//! `agentbreaker.FixPlan`.
 
 use agentbreaker::interop::{self, ArgKind};
 use agentbreaker::{ExitStrategy, StrategyConfig, analyze, fingerprint};
 use mlua::{Lua, Table, Value};
 use serde_json::Value as Json;
 
-use crate::errors::wrong_argument;
-use crate::{Handle, Methods, Options, convert, describe_object, none, ret, ret_json};
+use crate::{Methods, Options, convert, ret, ret_json};
 
 /// A new ExitStrategy object.
-fn build(lua: &Lua, mut opts: Options, config: StrategyConfig) -> crate::Out {
-    let handle = Handle::new(ExitStrategy::with_clock(config, opts.clock()));
-    opts.add_listeners(lua, &handle)?;
-    ret(lua, handle.into_lua(lua)?)
+fn build(lua: &Lua, opts: Options, config: StrategyConfig) -> crate::Out {
+    let core = ExitStrategy::with_clock(config, opts.clock());
+    ret(lua, opts.into_object(lua, core, None)?.into_lua(lua)?)
 }
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
@@ -23,10 +21,11 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         })?
         .function("fingerprint", |lua, (text, mode): (Value, Value)| {
             let text = convert::string(&text, "fingerprint: text")?;
-            let mode = interop::error_match(
-                convert::optional_string(&mode, "fingerprint: mode")?.as_deref(),
-            )?;
-            ret(lua, fingerprint(&text, mode))
+            let mode = convert::optional_string(&mode, "fingerprint: mode")?;
+            ret(
+                lua,
+                fingerprint(&text, interop::error_match(mode.as_deref())?),
+            )
         })?;
     Methods::<()>::new(lua, raw, "FixPlan")?
         .function("new", |lua, (config,): (Value,)| {
@@ -45,18 +44,13 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
                     map
                 }
                 Json::Object(_) => {
-                    return Err(ArgKind::Config.error(
-                        "FixPlan.fromMarkdown: the plan is the text argument; options take \
-                         maxAttempts, clock and listeners",
-                    ));
+                    let hint = "the plan is the text argument; options take maxAttempts, clock and \
+                                listeners";
+                    return Err(ArgKind::Config.error(format_args!("FixPlan.fromMarkdown: {hint}")));
                 }
                 other => {
-                    let got = interop::type_name(&other);
-                    return Err(ArgKind::Config.wrong_type(
-                        "FixPlan.fromMarkdown: options",
-                        "a table",
-                        got,
-                    ));
+                    let (what, got) = ("FixPlan.fromMarkdown: options", interop::type_name(&other));
+                    return Err(ArgKind::Config.wrong_type(what, "a table", got));
                 }
             };
             config.insert("markdown".into(), Json::String(text));
@@ -69,34 +63,21 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
             let config = StrategyConfig::from_json(&opts.json)?;
             build(lua, opts, config)
         })?
+        // The response text (analyzed here) and the circuit state (`nil`: the core's default).
         .method("shouldExit", |lua, h, (response, state): (Value, Value)| {
-            let Value::String(text) = &response else {
-                let hint = if response.is_table() {
-                    " (pass the response text: the strategy analyzes it)"
-                } else {
-                    ""
-                };
-                return Err(wrong_argument(
-                    &format!("ExitStrategy.shouldExit: the response{hint}"),
-                    "a string",
-                    &response,
-                ));
-            };
+            let what = "ExitStrategy.shouldExit: the response (its text: the strategy analyzes it)";
+            let analysis = analyze(&convert::string(&response, what)?);
             let state = convert::optional_string(&state, "ExitStrategy.shouldExit: circuitState")?;
-            let decision = h.core.should_exit(
-                &analyze(&text.to_string_lossy()),
-                interop::state(state.as_deref())?,
-            );
-            ret_json(lua, &decision)
+            ret_json(
+                lua,
+                &h.core
+                    .should_exit(&analysis, interop::state(state.as_deref())?),
+            )
         })?
-        .method("getStatus", |lua, h, ()| match h.core.plan_status() {
-            Some(status) => ret_json(lua, &status),
-            None => ret(lua, Value::Nil),
+        .method("getStatus", |lua, h, ()| {
+            ret_json(lua, &h.core.plan_status())
         })?
-        .method("reset", |_, h, ()| {
-            h.core.reset();
-            none()
-        })?
+        .action("reset", ExitStrategy::reset)?
         .listeners()?
         .method("__tostring", |lua, h, ()| {
             let kind = match h.core.config() {
@@ -106,7 +87,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
                 StrategyConfig::CircuitBreaker => "circuit_breaker",
                 StrategyConfig::Composite { .. } => "composite",
             };
-            describe_object::<ExitStrategy>(lua, kind)
+            ret(lua, format!("agentbreaker.ExitStrategy({kind})"))
         })?;
     Ok(())
 }
