@@ -41,10 +41,11 @@ struct Cell {
     core: *const (),
 }
 
+/// The magic numbers of the cells of each class: "abcellcb", "abcellsb", "abcellbb".
 const MAGICS: [u64; 3] = [
-    FailureBreaker::MAGIC,
-    StagnationBreaker::MAGIC,
-    BudgetBreaker::MAGIC,
+    0x6162_6365_6c6c_6362,
+    0x6162_6365_6c6c_7362,
+    0x6162_6365_6c6c_6262,
 ];
 
 /// The classes with cells.
@@ -52,13 +53,13 @@ pub(crate) trait Hot: Sized + 'static {
     const MAGIC: u64;
 }
 impl Hot for FailureBreaker {
-    const MAGIC: u64 = 0x6162_6365_6c6c_6362; // "abcellcb"
+    const MAGIC: u64 = MAGICS[0];
 }
 impl Hot for StagnationBreaker {
-    const MAGIC: u64 = 0x6162_6365_6c6c_7362; // "abcellsb"
+    const MAGIC: u64 = MAGICS[1];
 }
 impl Hot for BudgetBreaker {
-    const MAGIC: u64 = 0x6162_6365_6c6c_6262; // "abcellbb"
+    const MAGIC: u64 = MAGICS[2];
 }
 
 /// The hot methods, by the number `bind` takes (1-based).

@@ -30,7 +30,8 @@ use serde_json::{Map, Value as Json};
 use crate::errors::{lua_error, wrong_argument};
 
 /// Keys whose value is a list in the contract's shapes: an empty table there is `[]`.
-const LIST_KEYS: &str = "failureHistory outputTrend baselineOutputs steps members events files";
+const LIST_KEYS: &str =
+    "failureHistory outputTrend baselineOutputs steps members events files tasks stack";
 
 /// Registry names of the two marker metatables.
 const MARKERS: [(&std::ffi::CStr, &str); 2] = [
@@ -115,7 +116,7 @@ impl Walk<'_> {
                     Json::Number(n?)
                 }
                 ffi::LUA_TSTRING => Json::String(text(state, i)),
-                ffi::LUA_TTABLE if depth >= MAX_DEPTH => return Err(self.kind.too_deep(at.root())),
+                ffi::LUA_TTABLE if depth > MAX_DEPTH => return Err(self.kind.too_deep(at.root())),
                 ffi::LUA_TTABLE => self.table(i, at, depth)?,
                 other => {
                     let expected = "nil, a boolean, a number, a string or a table";
