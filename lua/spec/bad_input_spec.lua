@@ -410,7 +410,8 @@ local ENTRIES = {
   ["Monitor.new{warnBefore = v}"] = field(),
   ["Monitor.new{budgetWarnPercent = v}"] = field(),
   ["Monitor.new{toolLimits = v}"] = field(),
-  ["Monitor.new{toolLimits = {Bash = v}}"] = { call = function(v) return ab.Monitor.new({ toolLimits = { Bash = v } }) end },
+  ["Monitor.new{toolLimits = {Bash = v}}"] = {
+    call = function(v) return ab.Monitor.new({ toolLimits = { Bash = v } }) end },
   ["Monitor.new{failure = v}"] = field(),
   ["Monitor.new{stagnation = v}"] = field(),
   ["Monitor.new{budget = v}"] = field(),
