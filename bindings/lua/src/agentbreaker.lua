@@ -58,10 +58,8 @@ local function class(name, shown)
 end
 
 local M = { VERSION = raw.version, null = raw.null }
-for _, functions in pairs({ raw.analyzer, raw.env }) do
-  for name, f in pairs(functions) do
-    M[name] = wrap(f)
-  end
+for name, f in pairs(raw.functions) do
+  M[name] = wrap(f)
 end
 
 local _, _, clocks = class("Clock", "ManualClock")

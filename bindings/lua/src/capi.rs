@@ -5,8 +5,8 @@
 //! reading its argument with the one walker (`convert::walk`) and the core's parser; every other
 //! case goes, before anything happened, to the checked method behind it (the class's, which calls
 //! its raw function). Instructions per call (callgrind, Lua 5.4; the peer's in brackets):
-//! `recordSuccess` + `shouldAllowOperation` 1 585 (seed 004: 1 349), `recordProgress` + `check`
-//! 7 279 (11 430), `ingest(tool_use)` 7 298 (11 786); the checked methods cost about 3 000 more.
+//! `recordSuccess` + `shouldAllowOperation` 1 553 (seed 004: 1 349), `recordProgress` + `check`
+//! 7 299 (11 430), `ingest(tool_use)` 7 321 (11 786); a checked method costs 4 000 to 7 500 more.
 //!
 //! A breaker of these classes is a *cell*: a userdata block with a reference of its own to the
 //! core breaker (`Arc::into_raw`, released by its `__gc`) and whether it may have Lua listeners
@@ -238,14 +238,10 @@ unsafe extern "C-unwind" fn record_success(state: *mut ffi::lua_State) -> c_int 
         let Some(breaker) = own_breaker(state) else {
             return call_on_top(state);
         };
-        let outcome = catch(|| {
+        or_raise(state, || {
             breaker.record_success();
-            Ok(())
-        });
-        match outcome {
-            Ok(()) => 0,
-            Err(e) => raise(state, e),
-        }
+            Ok(0)
+        })
     }
 }
 
@@ -256,10 +252,7 @@ unsafe extern "C-unwind" fn should_allow_operation(state: *mut ffi::lua_State) -
         let Some(breaker) = own_breaker(state) else {
             return call_on_top(state);
         };
-        let permission = match catch(|| Ok(breaker.should_allow_operation())) {
-            Ok(permission) => permission,
-            Err(e) => raise(state, e),
-        };
+        let permission = or_raise(state, || Ok(breaker.should_allow_operation()));
         ffi::lua_pushboolean(state, c_int::from(permission.allowed));
         match permission.message {
             Some(message) => push_text(state, message),
@@ -277,21 +270,17 @@ unsafe extern "C-unwind" fn record_progress(state: *mut ffi::lua_State) -> c_int
             return checked(state);
         };
         ffi::lua_settop(state, 2);
-        let outcome = catch(|| {
+        or_raise(state, || {
             let metrics = convert::walk(state, 2, "iteration metrics", ArgKind::Argument, &[])?;
             breaker.record_progress(IterationMetrics::from_json(&metrics)?);
-            Ok(())
-        });
-        match outcome {
-            Ok(()) => 0,
-            Err(e) => raise(state, e),
-        }
+            Ok(0)
+        })
     }
 }
 
 /// `sb:check()`, upvalue 2 the metatable of result objects. The table is made here: through
-/// the checked method (an mlua function and a JSON value) the pair `recordProgress` + `check`
-/// costs 3 500 instructions more, as much as the pure-Lua peer's whole pair.
+/// the checked method (an mlua function and a JSON value) a check costs 9 800 instructions
+/// instead of 2 400, most of the pure-Lua peer's whole pair (11 430).
 unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: see `hot`, `push_text` and `raise`; the reason is on the Lua stack (or dropped)
     // before the calls that may raise Lua's out-of-memory error; four values pushed.
@@ -299,10 +288,7 @@ unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_in
         let Some(breaker) = hot::<StagnationBreaker>(state, 1) else {
             return checked(state);
         };
-        let decision = match catch(|| Ok(breaker.check())) {
-            Ok(decision) => decision,
-            Err(e) => raise(state, e),
-        };
+        let decision = or_raise(state, || Ok(breaker.check()));
         let state_name = match decision.state {
             State::Closed => c"CLOSED",
             State::HalfOpen => c"HALF_OPEN",
@@ -339,16 +325,14 @@ unsafe extern "C-unwind" fn ingest(state: *mut ffi::lua_State) -> c_int {
             return checked(state);
         };
         ffi::lua_settop(state, 2);
-        let outcome =
-            catch(|| breaker.ingest(&convert::walk(state, 2, "event", ArgKind::Event, &[])?));
-        match outcome {
-            Ok(None) => ffi::lua_pushnil(state),
-            Ok(Some(halt)) => {
+        let event = |state| convert::walk(state, 2, "event", ArgKind::Event, &[]);
+        match or_raise(state, || breaker.ingest(&event(state)?)) {
+            None => ffi::lua_pushnil(state),
+            Some(halt) => {
                 PENDING.with(|p| *p.borrow_mut() = Some(halt));
                 ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
                 ffi::lua_call(state, 0, 1);
             }
-            Err(e) => raise(state, e),
         }
         1
     }
@@ -372,6 +356,15 @@ unsafe fn push_text(state: *mut ffi::lua_State, text: String) {
         });
         ffi::lua_pushlstring(state, ptr.cast(), len);
         TEXT_OUT.with(|out| out.borrow_mut().clear());
+    }
+}
+
+/// The result of `work`, run inside the panic boundary; its error (or panic) raised.
+unsafe fn or_raise<R>(state: *mut ffi::lua_State, work: impl FnOnce() -> Result<R, Error>) -> R {
+    match catch(work) {
+        Ok(result) => result,
+        // SAFETY: see `raise`; `work` is gone, only the error is left, which `raise` takes.
+        Err(e) => unsafe { raise(state, e) },
     }
 }
 

@@ -18,9 +18,9 @@ mod budget;
 mod capi;
 mod clock;
 mod convert;
-mod env;
 mod errors;
 mod failure;
+mod functions;
 mod listeners;
 mod monitor;
 mod stagnation;
@@ -373,7 +373,7 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
     strategy::export_all(lua, &raw)?;
     agent_loop::export_all(lua, &raw)?;
     monitor::export_all(lua, &raw)?;
-    env::export_all(lua, &raw)?;
+    functions::export_all(lua, &raw)?;
     let prelude = lua
         .load(PRELUDE)
         .set_name("=agentbreaker.lua")

@@ -1,8 +1,7 @@
-//! `agentbreaker.analyze`, `agentbreaker.fingerprint`, `agentbreaker.ExitStrategy` and
-//! `agentbreaker.FixPlan`.
+//! `agentbreaker.ExitStrategy` and `agentbreaker.FixPlan`.
 
 use agentbreaker::interop::{self, ArgKind};
-use agentbreaker::{ExitStrategy, StrategyConfig, analyze, fingerprint};
+use agentbreaker::{ExitStrategy, StrategyConfig, analyze};
 use mlua::{Lua, Table, Value};
 use serde_json::Value as Json;
 
@@ -15,18 +14,6 @@ fn build(lua: &Lua, opts: Options, config: StrategyConfig) -> crate::Out {
 }
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
-    Methods::<()>::new(lua, raw, "analyzer")?
-        .function("analyze", |lua, (text,): (Value,)| {
-            ret_json(lua, &analyze(&convert::string(&text, "analyze: text")?))
-        })?
-        .function("fingerprint", |lua, (text, mode): (Value, Value)| {
-            let text = convert::string(&text, "fingerprint: text")?;
-            let mode = convert::optional_string(&mode, "fingerprint: mode")?;
-            ret(
-                lua,
-                fingerprint(&text, interop::error_match(mode.as_deref())?),
-            )
-        })?;
     Methods::<()>::new(lua, raw, "FixPlan")?
         .function("new", |lua, (config,): (Value,)| {
             let opts = Options::read::<ExitStrategy>(lua, &config, false)?;
