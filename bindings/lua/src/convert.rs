@@ -370,14 +370,18 @@ unsafe fn push_str(state: *mut ffi::lua_State, s: &str) {
     unsafe { ffi::lua_pushlstring(state, s.as_ptr().cast(), s.len()) };
 }
 
-/// A core result as a Lua value: `serde_json::to_value`, then [`to_lua`].
+/// A core result as JSON (`serde_json::to_value`).
+pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Json, Error> {
+    serde_json::to_value(value)
+        .map_err(|e| Error::Internal(format!("cannot convert a result: {e}")))
+}
+
+/// A core result as a Lua value: [`json`], then [`to_lua`].
 pub(crate) fn result_to_lua<T: serde::Serialize + ?Sized>(
     lua: &Lua,
     value: &T,
 ) -> Result<Value, Error> {
-    let json = serde_json::to_value(value)
-        .map_err(|e| Error::Internal(format!("cannot convert a result: {e}")))?;
-    to_lua(lua, &json).map_err(lua_error)
+    to_lua(lua, &json(value)?).map_err(lua_error)
 }
 
 /// A string argument (no number-to-string coercion: `42` is not a string).

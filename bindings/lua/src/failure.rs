@@ -59,7 +59,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         })?
         // With the seed's `timestamp` (whole seconds of the clock) beside each entry's `atMs`.
         .method("getStatus", |lua, h, ()| {
-            let mut status = serde_json::to_value(h.core.status()).unwrap_or_default();
+            let mut status = convert::json(&h.core.status())?;
             for entry in status["failureHistory"]
                 .as_array_mut()
                 .into_iter()
