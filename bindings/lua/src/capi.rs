@@ -5,8 +5,8 @@
 //! reading its argument with the one walker (`convert::walk`) and the core's parser; every other
 //! case goes, before anything happened, to the checked method behind it (the class's, which calls
 //! its raw function). Instructions per call (callgrind, Lua 5.4; the peer's in brackets):
-//! `recordSuccess` + `shouldAllowOperation` 1 553 (seed 004: 1 349), `recordProgress` + `check`
-//! 7 299 (11 430), `ingest(tool_use)` 7 321 (11 786); a checked method costs 4 000 to 7 500 more.
+//! `recordSuccess` + `shouldAllowOperation` 1 551 (seed 004: 1 349), `recordProgress` + `check`
+//! 7 378 (11 430), `ingest(tool_use)` 7 454 (11 786); a checked method costs 4 000 to 7 500 more.
 //!
 //! A breaker of these classes is a *cell*: a userdata block with a reference of its own to the
 //! core breaker (`Arc::into_raw`, released by its `__gc`) and whether it may have Lua listeners
