@@ -40,7 +40,8 @@ lua-deps:
 
 # What the modules are built from: a module newer than all of it is up to date. (Switching cargo
 # features rebuilds the cdylib each time, so `make lua` only runs cargo when something changed.)
-LUA_SOURCES := $(wildcard bindings/lua/src/* crates/agentbreaker/src/*.rs) bindings/lua/Cargo.toml \
+LUA_SOURCES := $(wildcard bindings/lua/src/* crates/agentbreaker/src/*.rs crates/agentbreaker/src/*/*.rs) \
+  bindings/lua/Cargo.toml \
   crates/agentbreaker/Cargo.toml Cargo.toml Cargo.lock
 
 # $(call lua_build,<dir>,<cargo feature>)

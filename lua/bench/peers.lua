@@ -1,4 +1,4 @@
--- Minimal pure-Lua equivalents of the StagnationBreaker (SPEC 3) and the BudgetBreaker (SPEC 4),
+-- Minimal pure-Lua equivalents of the StagnationBreaker and the BudgetBreaker (docs/contract.md),
 -- written FOR BENCHMARKING ONLY (lua/bench/bench.lua): the peers that agentbreaker's native
 -- objects are measured against. Each does the same observable work as the core does for the
 -- operations measured, and no more:

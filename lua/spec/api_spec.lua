@@ -48,9 +48,9 @@ local function collect()
 end
 
 describe("the module (" .. (jit and jit.version or _VERSION) .. ")", function()
-  it("exposes every type of the SPEC on the module table", function()
+  it("exposes every type of the contract on the module table", function()
     for _, name in ipairs({ "CircuitBreaker", "StagnationBreaker", "BudgetBreaker", "ExitStrategy",
-      "FixPlan", "Loop", "ManualClock", "SystemClock" }) do
+      "FixPlan", "Loop", "Monitor", "ManualClock", "SystemClock" }) do
       assert.is_table(ab[name], name)
     end
     for _, name in ipairs({ "analyze", "fingerprint", "configFromEnv" }) do
@@ -106,7 +106,7 @@ describe("CircuitBreaker, seed 004 compatibility", function()
     assert.are.same({ atMs = 12345, timestamp = 12, error = "Path not found: 1", state = "CLOSED" },
       history[1])
     assert.are.equal(12, cb:getStatus().failureHistory[1].timestamp)
-    -- a snapshot has the SPEC's shape only (restore is strict)
+    -- a snapshot has the contract's shape only (restore is strict)
     assert.is_nil(cb:snapshot().failureHistory[1].timestamp)
   end)
 
@@ -196,7 +196,7 @@ describe("CircuitBreaker, seed 004 compatibility", function()
     collect()
   end)
 
-  it("takes the SPEC's config keys beyond the seed", function()
+  it("takes the contract's config keys beyond the seed", function()
     local clock = ab.ManualClock.new(0)
     local cb = quietBreaker({ clock = clock, identicalErrorThreshold = 3, errorMatch = "template",
       backoffMultiplier = 2 })
@@ -308,6 +308,7 @@ describe("errors", function()
       BudgetBreaker = ab.BudgetBreaker.new(),
       ExitStrategy = ab.ExitStrategy.new({ type = "auto" }),
       Loop = ab.Loop.new(),
+      Monitor = ab.Monitor.new(),
     }
     local calls = 0
     local function try(fn, ...)
@@ -346,7 +347,7 @@ describe("errors", function()
 end)
 
 describe("Lua values as JSON", function()
-  it("take an empty table as an object, or as a list under the SPEC's list keys", function()
+  it("take an empty table as an object, or as a list under the contract's list keys", function()
     local cb = quietBreaker()
     cb:restore({ version = 1, kind = "failure", state = "CLOSED", consecutiveFailures = 0,
       backoffLevel = 0, trips = 0, failureHistory = {} })
@@ -401,6 +402,20 @@ describe("Lua values as JSON", function()
     closed.openedAt = ab.null
     other:restore(closed)
     assert.are.equal("CLOSED", other.state)
+  end)
+
+  it("nest at most 128 levels, as in every binding", function()
+    local function nested(levels)
+      local t = {}
+      for _ = 2, levels do
+        t = { t }
+      end
+      return t
+    end
+    local bb = ab.BudgetBreaker.new()
+    assert.is_nil(bb:ingest({ type = "tool_use", name = "x", input = nested(128) }))
+    local err = expectCode("INVALID_EVENT", bb.ingest, bb, { type = "tool_use", name = "x", input = nested(129) })
+    assert.truthy(err:find("nested more than 128 levels", 1, true), err)
   end)
 
   it("replace invalid UTF-8 in texts", function()
@@ -772,5 +787,138 @@ describe("the other types", function()
     assert.truthy(tostring(ab.BudgetBreaker.new()):find("BudgetBreaker", 1, true))
     assert.are.equal("agentbreaker.ExitStrategy(auto)", tostring(ab.ExitStrategy.new()))
     assert.are.equal("agentbreaker.Loop(iteration 0)", tostring(ab.Loop.new()))
+  end)
+end)
+
+describe("Monitor", function()
+  local function step(m, i, text, ok)
+    m:observe({ type = "assistant", text = "Let me run the tests." })
+    m:observe({ type = "tool_use", name = "Bash", id = "t" .. i, input = { command = "pytest -q" } })
+    return m:observe({ type = "tool_result", id = "t" .. i, ok = ok or false, text = text or "1 failed" })
+  end
+
+  it("takes the contract's camelCase keys over a profile, with clock and listeners", function()
+    local clock = ab.ManualClock.new(0)
+    local m = ab.Monitor.new({ profile = "seed", toolLimits = { web_fetch = 2 }, warnBefore = 1,
+      budgetWarnPercent = 50, stagnation = { repeatThreshold = 3 }, budget = { maxIdleSecs = 10 },
+      failure = { failureThreshold = 9 }, clock = clock, listeners = { function() end } })
+    local config = m:config()
+    assert.are.equal("seed", config.profile)
+    assert.are.equal(2, config.toolLimits.web_fetch)
+    assert.are.equal(1, config.warnBefore)
+    assert.are.equal(50, config.budgetWarnPercent)
+    assert.are.equal(3, config.stagnation.repeatThreshold)
+    assert.are.equal(9, config.failure.failureThreshold)
+    assert.are.equal("coding-agent", ab.Monitor.new():config().profile)
+    expectCode("INVALID_CONFIG", ab.Monitor.new, { profile = "fast" })
+    expectCode("INVALID_CONFIG", ab.Monitor.new, { tool_limits = { x = 1 } })
+    expectCode("INVALID_CONFIG", ab.Monitor.new, { stagnation = { repeatThreshold = -1 } })
+    expectCode("INVALID_CONFIG", ab.Monitor.new, { clock = "now" })
+    assert.are.equal("agentbreaker.Monitor(seed, 0 open tasks)", tostring(m))
+  end)
+
+  it("answers every event with a verdict: continue, a warning with a nudge, then a halt", function()
+    local m = ab.Monitor.new({ profile = "seed", stagnation = { repeatThreshold = 4, noProgressThreshold = 100 } })
+    local v = m:observe({ type = "tool_use", name = "Read" })
+    assert.are.equal("continue", v.action)
+    assert.are.equal("session", v.taskId)
+    assert.is_nil(v.reason)
+    assert.is_nil(v.nudge)
+    local verdicts = {}
+    for i = 1, 4 do
+      v = step(m, i)
+      verdicts[i] = v.action .. " " .. tostring(v.reason)
+    end
+    -- The ladder: a rule warns 2 (warnBefore) counts before its threshold, once, and halts at it.
+    assert.are.same({ "continue nil", "warn repeated_step", "warn same_error", "halt repeated_step" }, verdicts)
+    assert.truthy(m:status().tasks[1].halted)
+    assert.are.equal(4, v.detail.count)
+    assert.are.equal(4, v.detail.threshold)
+    assert.truthy(v.message:find("pytest -q", 1, true))
+    -- A halted task stays halted; reset forgets it.
+    assert.are.equal("halt", m:observe({ type = "tool_use", name = "Read" }).action)
+    m:reset()
+    assert.are.equal("continue", m:observe({ type = "tool_use", name = "Read" }).action)
+  end)
+
+  it("refuses malformed events with INVALID_EVENT and changes nothing", function()
+    local m = ab.Monitor.new()
+    for _, bad in ipairs({ "tool_use", 42, {}, { type = 3 }, { type = "tool_use" }, { type = "tool_use", name = "" },
+      { type = "tool_result", text = "no ok" }, { type = "heartbeat", phase = "starting" },
+      { type = "tool_use", name = "Bash", input = { f = print } }, { type = "usage", costCents = -1 },
+      { type = "progress", files = { 1 } }, { type = "alive", taskId = "" } }) do
+      expectCode("INVALID_EVENT", m.observe, m, bad)
+    end
+    expectCode("INVALID_EVENT", m.observe, m)
+    assert.are.same({}, m:status().tasks)
+    -- An unknown type is ignored and counted, not refused.
+    assert.are.equal("continue", m:observe({ type = "thinking", text = "..." }).action)
+    assert.are.equal(1, m:status().ignoredEvents)
+    -- An empty table under `files` is an empty list.
+    m:observe({ type = "progress", files = {} })
+  end)
+
+  it("tells listeners of every warning and halt, and ticks the idle limit", function()
+    local clock = ab.ManualClock.new(0)
+    local seen = {}
+    local m = ab.Monitor.new({ profile = "seed", budget = { maxIdleSecs = 10 }, clock = clock })
+    local id = m:addListener(function(e) seen[#seen + 1] = e end)
+    m:observe({ type = "heartbeat", taskId = "build", phase = "starting" })
+    assert.are.same({}, m:tick())
+    assert.are.equal("array", getmetatable(m:tick()).__jsontype)
+    clock:set(8000)
+    local verdicts = m:tick()
+    assert.are.equal(1, #verdicts)
+    assert.are.same({ "warn", "idle_timeout", "build" }, { verdicts[1].action, verdicts[1].reason, verdicts[1].taskId })
+    clock:set(11000)
+    verdicts = m:tick()
+    assert.are.equal("halt", verdicts[1].action)
+    assert.are.equal(2, #seen)
+    assert.are.same({ "verdict", "warn", 8000 }, { seen[1].type, seen[1].action, seen[1].atMs })
+    assert.are.same({ "verdict", "halt", "idle_timeout" }, { seen[2].type, seen[2].action, seen[2].reason })
+    assert.is_true(m:removeListener(id))
+    assert.are.equal(0, m:listenerErrors())
+  end)
+
+  it("snapshots and restores, through JSON text too, and goes on with the same verdicts", function()
+    local clock = ab.ManualClock.new(1000)
+    local config = { profile = "seed", stagnation = { repeatThreshold = 5, noProgressThreshold = 100 }, clock = clock }
+    local m = ab.Monitor.new(config)
+    m:observe({ type = "heartbeat", taskId = "t", phase = "starting" })
+    for i = 1, 3 do
+      step(m, i)
+    end
+    m:observe({ type = "progress", files = { "a.py" }, digest = "d1" })
+    local snapshot = m:snapshot()
+    assert.are.equal("monitor", snapshot.kind)
+    assert.are.equal(1, snapshot.version)
+    local hashes = 0
+    for _, entry in ipairs(snapshot.tasks[1].history.steps) do
+      assert.truthy(entry.signature:match("^%x+$") and #entry.signature == 16, entry.signature)
+      hashes = hashes + 1
+    end
+    assert.truthy(hashes > 0)
+    local text = json.encode(snapshot)
+    for _, restored in ipairs({ snapshot, (json.decode(text, 1, ab.null)) }) do
+      local other = ab.Monitor.new(config)
+      other:restore(restored)
+      assert.are.same(m:status(), other:status())
+      assert.are.equal(text, json.encode(other:snapshot()))
+      for i = 4, 9 do
+        local a, b = step(m, i, "2 failed"), step(other, i, "2 failed")
+        assert.are.same(a, b)
+      end
+      m:restore(restored)
+    end
+    local before = json.encode(m:snapshot())
+    expectCode("INVALID_SNAPSHOT", m.restore, m, { kind = "failure", version = 1 })
+    expectCode("INVALID_SNAPSHOT", m.restore, m, "snapshot")
+    local wrongVersion = (json.decode(text, 1, ab.null))
+    wrongVersion.version = 2
+    expectCode("INVALID_SNAPSHOT", m.restore, m, wrongVersion)
+    assert.are.equal(before, json.encode(m:snapshot()), "a refused snapshot changed nothing")
+    -- A hand-written empty snapshot: its empty lists are taken as lists.
+    m:restore({ version = 1, kind = "monitor", tasks = {}, stack = {}, ignoredEvents = 0 })
+    assert.are.same({}, m:status().tasks)
   end)
 end)

@@ -60,6 +60,9 @@ local MAKE = {
   loop = function()
     return ab.Loop.new()
   end,
+  monitor = function()
+    return ab.Monitor.new()
+  end,
   clock = function()
     return ab.ManualClock.new(0)
   end,
@@ -90,6 +93,14 @@ local WORKS = {
   Loop = function(o)
     o:reset()
     assert(o:observe({ output = "Working on it." }).iteration == 1)
+  end,
+  Monitor = function(o)
+    o:observe({ type = "tool_use", name = "Read", taskId = "still-works" })
+    local found = false
+    for _, task in ipairs(o:status().tasks) do
+      found = found or (task.taskId == "still-works" and task.toolCalls >= 1)
+    end
+    assert(found, "observe no longer counts tool calls")
   end,
   Clock = function(o)
     if tostring(o):find("ManualClock", 1, true) then
@@ -392,6 +403,67 @@ local ENTRIES = {
   ["loop:addListener(fn)"] = { make = "loop", call = function(o, v) o:addListener(v) end },
   ["loop:removeListener(id)"] = { make = "loop", call = function(o, v) o:removeListener(v) end },
   ["loop.listenerErrors(self)"] = { make = "loop", call = function(o, v) o.listenerErrors(v) end },
+
+  -- Monitor
+  ["Monitor.new(config)"] = { call = function(v) return ab.Monitor.new(v) end },
+  ["Monitor.new{profile = v}"] = field(),
+  ["Monitor.new{warnBefore = v}"] = field(),
+  ["Monitor.new{budgetWarnPercent = v}"] = field(),
+  ["Monitor.new{toolLimits = v}"] = field(),
+  ["Monitor.new{toolLimits = {Bash = v}}"] = {
+    call = function(v) return ab.Monitor.new({ toolLimits = { Bash = v } }) end },
+  ["Monitor.new{failure = v}"] = field(),
+  ["Monitor.new{stagnation = v}"] = field(),
+  ["Monitor.new{budget = v}"] = field(),
+  ["Monitor.new{budget = {maxToolCallsPerTask = v}}"] = {
+    call = function(v) return ab.Monitor.new({ budget = { maxToolCallsPerTask = v } }) end },
+  ["Monitor.new{clock = v}"] = field(),
+  ["Monitor.new{listeners = v}"] = field(),
+  ["monitor:observe(event)"] = { make = "monitor", call = function(o, v) return o:observe(v) end },
+  ["monitor:observe{type = v}"] = { make = "monitor", call = function(o, v) return o:observe({ type = v }) end },
+  ["monitor:observe{type = \"tool_use\", name = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "tool_use", name = v }) end },
+  ["monitor:observe{type = \"tool_use\", name = \"Read\", input = v}"] = { make = "monitor", wrong = function() end,
+    call = function(o, v) return o:observe({ type = "tool_use", name = "Read", input = v }) end },
+  ["monitor:observe{type = \"tool_use\", name = \"Read\", id = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "tool_use", name = "Read", id = v }) end },
+  ["monitor:observe{type = \"tool_use\", name = \"Read\", taskId = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "tool_use", name = "Read", taskId = v }) end },
+  ["monitor:observe{type = \"tool_result\", ok = v}"] = { make = "monitor", wrong = "yes",
+    call = function(o, v) return o:observe({ type = "tool_result", ok = v }) end },
+  ["monitor:observe{type = \"tool_result\", ok = true, text = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "tool_result", ok = true, text = v }) end },
+  ["monitor:observe{type = \"assistant\", text = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "assistant", text = v }) end },
+  ["monitor:observe{type = \"error\", text = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "error", text = v }) end },
+  ["monitor:observe{type = \"usage\", costCents = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "usage", costCents = v }) end },
+  ["monitor:observe{type = \"usage\", usage = {input_tokens = v}}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "usage", usage = { input_tokens = v } }) end },
+  ["monitor:observe{type = \"progress\", files = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "progress", files = v }) end },
+  ["monitor:observe{type = \"progress\", testsPassing = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "progress", testsPassing = v }) end },
+  ["monitor:observe{type = \"progress\", digest = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "progress", digest = v }) end },
+  ["monitor:observe{type = \"heartbeat\", taskId = \"t\", phase = v}"] = { make = "monitor",
+    call = function(o, v) return o:observe({ type = "heartbeat", taskId = "t", phase = v }) end },
+  ["monitor.tick(self)"] = { make = "monitor", call = function(o, v) o.tick(v) end },
+  ["monitor.status(self)"] = { make = "monitor", call = function(o, v) o.status(v) end },
+  ["monitor.snapshot(self)"] = { make = "monitor", call = function(o, v) o.snapshot(v) end },
+  ["monitor:restore(snapshot)"] = { make = "monitor", call = function(o, v) o:restore(v) end },
+  ["monitor:restore{version = v, ...}"] = { make = "monitor", call = function(o, v)
+    o:restore({ version = v, kind = "monitor", tasks = {}, stack = {}, ignoredEvents = 0 })
+  end },
+  ["monitor:restore{ignoredEvents = v, ...}"] = { make = "monitor", call = function(o, v)
+    o:restore({ version = 1, kind = "monitor", tasks = {}, stack = {}, ignoredEvents = v })
+  end },
+  ["monitor.reset(self)"] = { make = "monitor", call = function(o, v) o.reset(v) end },
+  ["monitor.config(self)"] = { make = "monitor", call = function(o, v) o.config(v) end },
+  ["monitor:addListener(fn)"] = { make = "monitor", call = function(o, v) o:addListener(v) end },
+  ["monitor:removeListener(id)"] = { make = "monitor", call = function(o, v) o:removeListener(v) end },
+  ["monitor.listenerErrors(self)"] = { make = "monitor", call = function(o, v) o.listenerErrors(v) end },
 }
 
 -- Config-field entries (`Class.new{key = v}`, or `{key = {v}}` for one item of a list): the
@@ -402,6 +474,7 @@ local CONSTRUCTORS = {
   BudgetBreaker = ab.BudgetBreaker.new,
   ExitStrategy = ab.ExitStrategy.new,
   Loop = ab.Loop.new,
+  Monitor = ab.Monitor.new,
 }
 for name, entry in pairs(ENTRIES) do
   if entry.field then
@@ -575,15 +648,38 @@ describe("the bad-input matrix (" .. (jit and jit.version or _VERSION) .. ", doc
   end)
 end)
 
--- The hot paths (recordSuccess, shouldAllowOperation, recordProgress, check, ingest) skip the
--- full conversion for plain values and fall back to it for anything else: what they accept and
--- refuse must be exactly what the full conversion does.
-describe("the hot paths take exactly what the full conversion takes", function()
+-- The hot paths (recordSuccess, shouldAllowOperation, recordProgress, check, ingest) are C
+-- functions in front of the checked methods (capi.rs); both read their argument with the one
+-- walker and the core's parser, so an input gets the same outcome, to the message, either way (an
+-- object with a Lua listener takes the checked way).
+describe("the hot paths take exactly what the checked methods take", function()
   local function raises(code, fn, ...)
     local ok, err = pcall(fn, ...)
     assert.is_false(ok, "expected " .. code)
     assert.are.equal(code, codeOf(err), tostring(err))
   end
+
+  it("gives the same outcome and message on the C path and the checked one", function()
+    local function outcome(fn, ...)
+      local ok, result = pcall(fn, ...)
+      return ok and "ok" or tostring(result)
+    end
+    local cyclic = {}
+    cyclic.self = cyclic
+    local inputs = { 42, "x", {}, { filesChanged = 1.5 }, { files = 1 }, { 1, 2 }, cyclic,
+      { type = "tool_use" }, { type = "tool_use", name = "Bash", input = { f = print } },
+      { type = "tool_use", name = "Bash", taskId = "" }, { type = "assistant", text = 0 / 0 },
+      { type = "tool_use", name = "Bash", input = setmetatable({}, { __jsontype = "array" }) } }
+    for _, make in ipairs({ ab.StagnationBreaker.new, ab.BudgetBreaker.new }) do
+      local fast, checked = make(), make()
+      checked:addListener(function() end)
+      local method = fast.ingest and "ingest" or "recordProgress"
+      for i, input in ipairs(inputs) do
+        assert.are.equal(outcome(fast[method], fast, input), outcome(checked[method], checked, input),
+          method .. " of input " .. i)
+      end
+    end
+  end)
 
   it("recordProgress: unknown keys, fractions, lists and metatables", function()
     local sb = ab.StagnationBreaker.new()
@@ -636,9 +732,9 @@ describe("the hot paths take exactly what the full conversion takes", function()
     raises("INVALID_EVENT", bb.ingest, bb, { type = "tool_use", name = 7 })
     raises("INVALID_EVENT", bb.ingest, bb, { type = "assistant", text = false })
     assert.are.same({}, bb:snapshot().tasks, "a refused event changed nothing")
-    -- Deep inputs go to the full conversion (the quick check stops at 16 levels) and are taken.
+    -- Deep inputs are taken, up to the depth every binding takes (interop::MAX_DEPTH, 128).
     local deep = {}
-    for _ = 1, 30 do
+    for _ = 1, 126 do
       deep = { deep }
     end
     assert.is_nil(bb:ingest(tool({ input = deep, taskId = "deep" })))

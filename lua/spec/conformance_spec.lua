@@ -137,6 +137,8 @@ local function build(subject, config, clock, listener)
     return ab.FixPlan.new(withOptions(config, options))
   elseif subject == "loop" then
     return ab.Loop.new(withOptions(config, options))
+  elseif subject == "monitor" then
+    return ab.Monitor.new(withOptions(config, options))
   elseif subject == "analyzer" or subject == "env" then
     if config ~= nil and (type(config) ~= "table" or next(config) ~= nil) then
       error(subject .. " takes no config", 0)
@@ -233,6 +235,15 @@ ops.loop = {
   reset = { args = {}, run = function(o) o:reset() end },
 }
 
+ops.monitor = {
+  observe = { args = { "event" }, run = function(o, a) return o:observe(a.event) end },
+  tick = { args = {}, run = function(o) return { verdicts = o:tick() } end },
+  status = { args = {}, run = function(o) return o:status() end },
+  snapshot = { args = {}, run = function(o) return o:snapshot() end },
+  restore = { args = { "snapshot" }, run = function(o, a) o:restore(a.snapshot) end },
+  reset = { args = {}, run = function(o) o:reset() end },
+}
+
 ops.env = {
   configFromEnv = { args = { "env" }, run = function(_, a)
     if type(a.env) ~= "table" then
@@ -289,10 +300,27 @@ local function checkKeys(t, allowed, what)
   end
 end
 
-local function runStep(subjectName, object, step, clock, events, tmp)
+-- `args.snapshot == "$last_snapshot"` (README "Snapshots within a scenario"): the latest snapshot
+-- step's result, passed through JSON text as a hook that keeps it in a file would.
+local function substituteSnapshot(args, scenario)
+  if args.snapshot ~= "$last_snapshot" then
+    return args
+  end
+  if scenario.lastSnapshot == nil then
+    error("$last_snapshot before any snapshot step", 0)
+  end
+  local copy = {}
+  for k, v in pairs(args) do
+    copy[k] = v
+  end
+  copy.snapshot = json.decode(json.encode(scenario.lastSnapshot), 1, null)
+  return copy
+end
+
+local function runStep(subjectName, object, step, clock, events, tmp, scenario)
   checkKeys(step, STEP_KEYS, "step key")
   local opName = step.op
-  local args = substituteTmp(step.args or {}, tmp)
+  local args = substituteSnapshot(substituteTmp(step.args or {}, tmp), scenario)
   local op
   if opName == "events" then
     op = { args = {}, run = function()
@@ -334,6 +362,9 @@ local function runStep(subjectName, object, step, clock, events, tmp)
     end
     last = result
   end
+  if opName == "snapshot" and expectError == nil then
+    scenario.lastSnapshot = last
+  end
   if expectError == nil and step.expect ~= nil then
     match(step.expect, last, "$")
   end
@@ -350,6 +381,7 @@ local function runScenario(path)
     error(("unknown subject %q"):format(tostring(subjectName)), 0)
   end
   local tmp = makeTmpDir()
+  local state = {} -- what the steps share: the latest snapshot
   local ok, problem = pcall(function()
     local clock = ab.ManualClock.new(0)
     local events = {}
@@ -374,7 +406,7 @@ local function runScenario(path)
       error("construction failed: " .. tostring(object), 0)
     end
     for i, step in ipairs(scenario.steps) do
-      local stepOk, stepErr = pcall(runStep, subjectName, object, step, clock, events, tmp)
+      local stepOk, stepErr = pcall(runStep, subjectName, object, step, clock, events, tmp, state)
       if not stepOk then
         error(("step %d (%s): %s"):format(i - 1, tostring(step.op), tostring(stepErr)), 0)
       end

@@ -4,7 +4,7 @@
 -- remaining" right after opening, the countdown at later clock times, and the recovery through
 -- HALF_OPEN after the user's fix.
 --
--- Where the SPEC and the seed differ the SPEC wins: one warning, at the third failure (the seed's
+-- Where the contract and the seed differ the contract wins: one warning, at the third failure (the seed's
 -- transcript shows one per failure), and a second shouldAllowOperation() in HALF_OPEN is refused
 -- while the test operation's result is awaited (the seed allowed it).
 
@@ -108,7 +108,7 @@ describe("seed 004 path-hallucination loop (" .. (jit and jit.version or _VERSIO
     local clock = ab.ManualClock.new(0)
     local cb
     local lines = capture(function()
-      -- new() with the SPEC's clock option: everything else is the seed's default
+      -- new() with the contract's clock option: everything else is the seed's default
       cb = CircuitBreaker.new({ clock = clock })
       assert.are.equal(5, cb.threshold)
       assert.are.equal(30, cb.cooldownSeconds)
@@ -137,7 +137,7 @@ describe("seed 004 path-hallucination loop (" .. (jit and jit.version or _VERSIO
     assert.are.equal("HALF_OPEN", cb.state)
     assert.are.equal(16, cb.openedAt) -- HALF_OPEN keeps openedAt
 
-    -- SPEC over seed: a second caller waits for the test operation's result
+    -- The contract over the seed: a second caller waits for the test operation's result
     allowed, message = cb:shouldAllowOperation()
     assert.is_false(allowed)
     assert.are.equal("Circuit breaker testing - waiting for the test operation's result", message)
@@ -189,7 +189,7 @@ describe("seed 004 path-hallucination loop (" .. (jit and jit.version or _VERSIO
     assert.are.equal("CLOSED", status.state)
     assert.are.equal(1, status.consecutiveFailures)
     assert.are.equal(5, status.threshold)
-    -- the seed's failure-history entry, plus the SPEC's atMs
+    -- the seed's failure-history entry, plus the contract's atMs
     assert.are.same({
       timestamp = 1706234567,
       atMs = 1706234567000,

@@ -1,103 +1,71 @@
-//! `agentbreaker.ManualClock` and `agentbreaker.SystemClock` (SPEC 1).
+//! `agentbreaker.ManualClock` and `agentbreaker.SystemClock`.
 
 use std::sync::Arc;
 
+use agentbreaker::interop::ArgKind;
 use agentbreaker::{Error, ManualClock, SharedClock, SystemClock};
-use mlua::{Lua, Table, UserData, UserDataFields, Value};
+use mlua::{Lua, Table, Value};
 
-use crate::convert::{lua_error, lua_type, to_u64};
-use crate::{Out, export, none, ret};
+use crate::{Class, Handle, Methods, convert, none, ret};
 
-/// A clock as Lua holds it: a ManualClock (settable) or the system clock.
-#[derive(Debug, Clone)]
-pub(crate) enum LuaClock {
-    Manual(Arc<ManualClock>),
-    System,
+/// A clock as Lua holds it: a ManualClock, or the system clock (`None`).
+#[derive(Debug)]
+pub(crate) struct LuaClock(Option<Arc<ManualClock>>);
+
+impl Class for LuaClock {
+    const NAME: &'static str = "Clock";
 }
 
 impl LuaClock {
-    /// The clock as breakers take it.
+    /// The clock as the core's objects take it.
     pub(crate) fn shared(&self) -> SharedClock {
-        match self {
-            LuaClock::Manual(c) => c.clone(),
-            LuaClock::System => SystemClock::shared(),
-        }
+        self.0
+            .clone()
+            .map_or_else(SystemClock::shared, |c| c as SharedClock)
     }
 
-    fn name(&self) -> &'static str {
-        match self {
-            LuaClock::Manual(_) => "ManualClock",
-            LuaClock::System => "SystemClock",
-        }
+    /// A clock that code moves: `clock:set(ms)`, `clock:advance(ms)`.
+    fn manual(&self, method: &str, ms: &Value) -> Result<(&ManualClock, u64), Error> {
+        let clock = self.0.as_deref().ok_or_else(|| {
+            let hint = "the system clock cannot be moved; use agentbreaker.ManualClock.new()";
+            ArgKind::Argument.error(format_args!("clock:{method}: {hint}"))
+        })?;
+        Ok((clock, convert::whole(ms, &format!("clock:{method}: ms"))?))
     }
-}
-
-impl UserData for LuaClock {
-    fn add_fields<F: UserDataFields<Self>>(fields: &mut F) {
-        for field in ["__index", "__newindex", "__tostring"] {
-            fields.add_meta_field_with(field, move |lua| {
-                let metas: Table = lua.named_registry_value("agentbreaker.meta.Clock")?;
-                metas.raw_get::<Value>(field)
-            });
-        }
-        fields.add_meta_field("__name", "agentbreaker.Clock");
-    }
-}
-
-fn this(value: &Value, method: &str) -> Result<LuaClock, Error> {
-    let wrong = || {
-        Error::InvalidArgument(format!(
-            "clock.{method}: self must be a clock, not a {} (call it as clock:{method}(...))",
-            lua_type(value)
-        ))
-    };
-    match value {
-        Value::UserData(ud) => Ok(ud.borrow::<LuaClock>().map_err(|_| wrong())?.clone()),
-        _ => Err(wrong()),
-    }
-}
-
-fn manual(value: &Value, method: &str) -> Result<Arc<ManualClock>, Error> {
-    match this(value, method)? {
-        LuaClock::Manual(c) => Ok(c),
-        LuaClock::System => Err(Error::InvalidArgument(format!(
-            "clock.{method}: the system clock cannot be moved; use agentbreaker.ManualClock.new()"
-        ))),
-    }
-}
-
-fn new_clock(lua: &Lua, clock: LuaClock) -> Out {
-    let ud = lua.create_userdata(clock).map_err(lua_error)?;
-    ret(lua, ud)
 }
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
-    export(lua, raw, "manual_clock_new", |lua, (start,): (Value,)| {
-        let start = match start {
-            Value::Nil => 0,
-            v => to_u64(&v, "ManualClock.new: startMs")?,
-        };
-        new_clock(lua, LuaClock::Manual(ManualClock::shared(start)))
-    })?;
-    export(lua, raw, "system_clock_new", |lua, (): ()| {
-        new_clock(lua, LuaClock::System)
-    })?;
-    export(lua, raw, "clock_now", |lua, (c,): (Value,)| {
-        ret(lua, this(&c, "now")?.shared().now_ms())
-    })?;
-    export(lua, raw, "clock_set", |_, (c, ms): (Value, Value)| {
-        let clock = manual(&c, "set")?;
-        clock.set(to_u64(&ms, "clock:set: ms")?);
-        none()
-    })?;
-    export(lua, raw, "clock_advance", |_, (c, ms): (Value, Value)| {
-        let clock = manual(&c, "advance")?;
-        clock.advance(to_u64(&ms, "clock:advance: ms")?);
-        none()
-    })?;
-    export(lua, raw, "clock_tostring", |lua, (c,): (Value,)| {
-        let clock = this(&c, "tostring")?;
-        let now = clock.shared().now_ms();
-        crate::describe_object(lua, clock.name(), &format!("{now} ms"))
-    })
+    let new = |lua: &Lua, clock| ret(lua, Handle::new(LuaClock(clock)).into_lua(lua)?);
+    Methods::<LuaClock>::new(lua, raw, "Clock")?
+        .function("_manual", move |lua, (start,): (Value,)| {
+            let start = match start {
+                Value::Nil => 0,
+                v => convert::whole(&v, "ManualClock.new: startMs")?,
+            };
+            new(lua, Some(ManualClock::shared(start)))
+        })?
+        .function("_system", move |lua, ()| new(lua, None))?
+        .method("now", |lua, h, ()| ret(lua, h.core.shared().now_ms()))?
+        .method("set", |_, h, (ms,): (Value,)| {
+            let (clock, ms) = h.core.manual("set", &ms)?;
+            clock.set(ms);
+            none()
+        })?
+        .method("advance", |_, h, (ms,): (Value,)| {
+            let (clock, ms) = h.core.manual("advance", &ms)?;
+            clock.advance(ms);
+            none()
+        })?
+        .method("__tostring", |lua, h, ()| {
+            let name = if h.core.0.is_some() {
+                "ManualClock"
+            } else {
+                "SystemClock"
+            };
+            ret(
+                lua,
+                format!("agentbreaker.{name}({} ms)", h.core.shared().now_ms()),
+            )
+        })?;
+    Ok(())
 }

@@ -1,177 +1,64 @@
-//! `agentbreaker.StagnationBreaker` (SPEC 3).
+//! `agentbreaker.StagnationBreaker`. `recordProgress` and `check` are C functions (`capi`) in
+//! front of the methods here.
 
-use agentbreaker::{
-    AgentStep, Error, IterationMetrics, StagnationBreaker, StagnationConfig, SystemClock,
-};
+use agentbreaker::interop::{self, ArgKind};
+use agentbreaker::{AgentStep, Error, IterationMetrics, StagnationBreaker, StagnationConfig};
 use mlua::{Lua, Table, Value};
+use serde_json::Value as Json;
 
-use crate::convert::{self, Ctx, lua_type};
-use crate::{
-    Class, FastSelf, Handle, add_listeners, core, event_source, export, export_fast,
-    export_listener_methods, fast_self, hot_object, none, options, ret_json, this,
-};
-
-impl Class for StagnationBreaker {
-    const NAME: &'static str = "StagnationBreaker";
-}
-event_source!(StagnationBreaker);
+use crate::{Methods, Options, convert, none, ret_json};
 
 /// `recordError`'s options: `nil` or `{transient = boolean}`.
-fn transient(options: &Value) -> Result<bool, Error> {
-    let bad = |detail: String| {
-        Error::InvalidArgument(format!(
-            "StagnationBreaker.recordError: options must be nil or {{transient = boolean}}; {detail}"
-        ))
-    };
-    match options {
-        Value::Nil => Ok(false),
-        Value::Table(t) => {
-            for pair in t.pairs::<Value, Value>() {
-                let (key, _) = pair.map_err(convert::lua_error)?;
-                if !matches!(&key, Value::String(s) if s.as_bytes().as_ref() == b"transient") {
-                    return Err(bad(format!("unknown option {}", convert::describe(&key))));
-                }
-            }
-            match t
-                .raw_get::<Value>("transient")
-                .map_err(convert::lua_error)?
-            {
-                Value::Nil => Ok(false),
-                Value::Boolean(b) => Ok(b),
-                other => Err(bad(format!("transient is {}", convert::describe(&other)))),
-            }
+fn transient(lua: &Lua, options: &Value) -> Result<bool, Error> {
+    let what = "StagnationBreaker.recordError: options";
+    let options = convert::to_json(lua, options, what, ArgKind::Argument)?;
+    let transient = match &options {
+        Json::Null => Some(&Json::Bool(false)),
+        Json::Object(map) if map.keys().all(|key| key == "transient") => {
+            map.get("transient").or(Some(&Json::Bool(false)))
         }
-        other => Err(bad(format!("got {}", lua_type(other)))),
-    }
+        _ => None,
+    };
+    let expected = "nil or {transient = boolean}";
+    transient
+        .and_then(Json::as_bool)
+        .ok_or_else(|| ArgKind::Argument.wrong_type(what, expected, interop::type_name(&options)))
 }
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
-    export(lua, raw, "stagnation_new", |lua, (config,): (Value,)| {
-        let opts = options(&config, "StagnationBreaker", false)?;
-        let clock = opts.clock.unwrap_or_else(SystemClock::shared);
-        let core_config = StagnationConfig::from_json(&opts.json)?;
-        let handle = Handle::new(StagnationBreaker::with_clock(core_config, clock)?);
-        add_listeners(lua, &handle, opts.listeners)?;
-        hot_object(lua, handle)
-    })?;
-    export(
-        lua,
-        raw,
-        "stagnation_record_progress",
-        |_, (s, m): (Value, Value)| {
-            let breaker = core::<StagnationBreaker>(&s, "recordProgress")?;
-            let metrics = convert::to_json(&m, Ctx::Argument, "iteration metrics")?;
-            breaker.record_progress(IterationMetrics::from_json(&metrics)?);
+    Methods::<StagnationBreaker>::new(lua, raw, "StagnationBreaker")?
+        .function("new", |lua, (config, metatable): (Value, Table)| {
+            let opts = Options::read::<StagnationBreaker>(lua, &config, false)?;
+            let core = StagnationBreaker::with_clock(
+                StagnationConfig::from_json(&opts.json)?,
+                opts.clock(),
+            )?;
+            opts.into_object(lua, core, None)?.into_hot(lua, &metatable)
+        })?
+        .method("recordProgress", |lua, h, (metrics,): (Value,)| {
+            let metrics = convert::to_json(lua, &metrics, "iteration metrics", ArgKind::Argument)?;
+            h.core
+                .record_progress(IterationMetrics::from_json(&metrics)?);
             none()
-        },
-    )?;
-    // The hot path. The Lua side passes the three counts of a plain metrics table (one with no
-    // metatable and no other keys; `nil` for an absent count): `true` when recorded; `false` when
-    // a count is not a whole number >= 0, and the Lua side then takes the ordinary path, which
-    // reports it; `nil, error text` on an internal error or a `self` that is not a
-    // StagnationBreaker.
-    export_fast(
-        lua,
-        raw,
-        "stagnation_record_progress_fast",
-        |e| (None, Some(e)),
-        |_, (s, files, tests, output): (FastSelf<StagnationBreaker>, Value, Value, Value)| {
-            let s = fast_self(s, "recordProgress")?;
-            let (Some(files_changed), Some(tests_passing), Some(output_length)) = (
-                convert::count_or_zero(&files),
-                convert::count_or_zero(&tests),
-                convert::count_or_zero(&output),
-            ) else {
-                return Ok((Some(false), None));
-            };
-            s.core.record_progress(IterationMetrics {
-                files_changed,
-                tests_passing,
-                output_length,
-            });
-            Ok((Some(true), None::<String>))
-        },
-    )?;
-    // `allowContinue, state number, reason` (the Lua side makes the table and names the state:
-    // a string made here would cost more than the rest of the call), or `nil, nil, error text`
-    // (a `self` that is not a StagnationBreaker included).
-    export_fast(
-        lua,
-        raw,
-        "stagnation_check_fast",
-        |e| (None, None, Some(e)),
-        |_, s: FastSelf<StagnationBreaker>| {
-            let decision = fast_self(s, "check")?.core.check();
-            Ok((
-                Some(decision.allow_continue),
-                Some(convert::state_number(decision.state)),
-                decision.reason,
-            ))
-        },
-    )?;
-    export(
-        lua,
-        raw,
-        "stagnation_record_step",
-        |_, (s, step): (Value, Value)| {
-            let breaker = core::<StagnationBreaker>(&s, "recordStep")?;
-            let step = convert::to_json(&step, Ctx::Argument, "step")?;
-            breaker.record_step(&AgentStep::from_json(&step)?);
+        })?
+        .method("recordStep", |lua, h, (step,): (Value,)| {
+            let step = convert::to_json(lua, &step, "step", ArgKind::Argument)?;
+            h.core.record_step(&AgentStep::from_json(&step)?);
             none()
-        },
-    )?;
-    export(
-        lua,
-        raw,
-        "stagnation_record_error",
-        |_, (s, e, o): (Value, Value, Value)| {
-            let breaker = core::<StagnationBreaker>(&s, "recordError")?;
-            let error = convert::to_string(&e, "StagnationBreaker.recordError: error")?;
-            let transient = transient(&o)?;
-            breaker.record_error(&error, transient);
+        })?
+        .method("recordError", |lua, h, (error, options): (Value, Value)| {
+            let error = convert::string(&error, "StagnationBreaker.recordError: error")?;
+            h.core.record_error(&error, transient(lua, &options)?);
             none()
-        },
-    )?;
-    export(lua, raw, "stagnation_check", |lua, (s,): (Value,)| {
-        ret_json(lua, &core::<StagnationBreaker>(&s, "check")?.check())
-    })?;
-    export(lua, raw, "stagnation_get_status", |lua, (s,): (Value,)| {
-        ret_json(lua, &core::<StagnationBreaker>(&s, "getStatus")?.status())
-    })?;
-    export(lua, raw, "stagnation_reset", |_, (s,): (Value,)| {
-        core::<StagnationBreaker>(&s, "reset")?.reset();
-        none()
-    })?;
-    export(lua, raw, "stagnation_snapshot", |lua, (s,): (Value,)| {
-        ret_json(lua, &core::<StagnationBreaker>(&s, "snapshot")?.snapshot())
-    })?;
-    export(
-        lua,
-        raw,
-        "stagnation_restore",
-        |_, (s, snap): (Value, Value)| {
-            let breaker = core::<StagnationBreaker>(&s, "restore")?;
-            let snapshot = convert::to_json(&snap, Ctx::Snapshot, "snapshot")?;
-            breaker.restore_json(&snapshot)?;
+        })?
+        .method("check", |lua, h, ()| ret_json(lua, &h.core.check()))?
+        .method("getStatus", |lua, h, ()| ret_json(lua, &h.core.status()))?
+        .action("reset", StagnationBreaker::reset)?
+        .method("snapshot", |lua, h, ()| ret_json(lua, &h.core.snapshot()))?
+        .method("restore", |lua, h, (snapshot,): (Value,)| {
+            h.core.restore_json(&convert::snapshot(lua, &snapshot)?)?;
             none()
-        },
-    )?;
-    export(lua, raw, "stagnation_tostring", |lua, (s,): (Value,)| {
-        let handle = this::<StagnationBreaker>(&s, "tostring")?;
-        let status = handle.core.status();
-        let detail = format!(
-            "{}, {} iterations without progress",
-            status.state, status.consecutive_no_progress
-        );
-        crate::describe_object(lua, "StagnationBreaker", &detail)
-    })?;
-    export_listener_methods::<StagnationBreaker>(
-        lua,
-        raw,
-        [
-            "stagnation_add_listener",
-            "stagnation_remove_listener",
-            "stagnation_listener_errors",
-        ],
-    )
+        })?
+        .listeners()?;
+    Ok(())
 }
