@@ -187,7 +187,7 @@ export interface StagnationConfig {
   failWindow?: number
   /** Percent of failed steps in the fail window (1..100). Default 90. */
   failWindowPercent?: number
-  /** Monitor only: no-progress counts only steps using at most this many distinct actions; 0 = off (default). */
+  /** Monitor only: no progress counts only steps that used at most this many distinct actions; 0 = off (default). */
   noProgressDistinctActions?: number
 }
 
@@ -217,8 +217,18 @@ export interface StagnationDecision {
   /** False only in OPEN. */
   allowContinue: boolean
   state: CircuitState
-  /** `null` in CLOSED; the trigger otherwise. */
+  /** `null` in CLOSED; the trigger otherwise, for people. */
   reason: string | null
+  /** `null` in CLOSED; the rule behind the state otherwise, for code. */
+  slug:
+    | 'no_progress'
+    | 'output_decline'
+    | 'same_error'
+    | 'repeated_step'
+    | 'cycle'
+    | 'fail_streak'
+    | 'fail_window'
+    | null
 }
 
 export interface StagnationStatus {
@@ -242,6 +252,8 @@ export interface StagnationSnapshot {
   baselineOutputs: number[]
   bestTestsPassing: number
   reason: string | null
+  /** The rule behind the state (absent in snapshots from before slugs). */
+  slug?: StagnationDecision['slug']
 }
 
 export interface StagnationBreaker extends EventListeners<StateChangeEvent> {}
