@@ -26,6 +26,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::transcript::Cursor;
+use crate::trace::{MAX_HOOK_ENTRIES, Trace};
 
 /// The kind written in every session file.
 pub const STATE_KIND: &str = "hook-session";
@@ -86,6 +87,17 @@ pub struct SessionState {
     pub session_halt: Option<Verdict>,
     /// The Monitor's snapshot.
     pub monitor: Value,
+    /// The session's counters in the metrics vocabulary (`agentbreaker::metrics::Registry` as
+    /// JSON; null before the first counted event).
+    #[serde(default)]
+    pub metrics: Value,
+    /// The last events, warnings and the halt, for `agentbreaker report` (bounded).
+    #[serde(default = "hook_trace")]
+    pub trace: Trace,
+}
+
+fn hook_trace() -> Trace {
+    Trace::with_max(MAX_HOOK_ENTRIES)
 }
 
 impl SessionState {
@@ -107,6 +119,8 @@ impl SessionState {
             pending_nudge: None,
             session_halt: None,
             monitor: Value::Null,
+            metrics: Value::Null,
+            trace: hook_trace(),
         }
     }
 }
@@ -357,6 +371,9 @@ impl StateDir {
         for entry in entries.flatten().take(100_000) {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
+            if name.starts_with("retired.") {
+                continue; // the counters of ended sessions (hook/metrics.rs)
+            }
             let keep_for = if name.contains(".corrupt-") {
                 ASIDE_KEPT
             } else if name.starts_with('.') && name.ends_with(".tmp") {
@@ -371,6 +388,13 @@ impl StateDir {
                 .and_then(|m| m.modified())
                 .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > keep_for));
             if old {
+                // A stale session's counters go on counting in the retired ones.
+                if let Some(key) = name.strip_suffix(".json")
+                    && !key.contains('.')
+                    && let Ok(Some(st)) = read_state(&entry.path())
+                {
+                    super::metrics::retire(self, &st);
+                }
                 let _ = std::fs::remove_file(entry.path());
             }
         }
@@ -387,7 +411,9 @@ impl StateDir {
             .filter_map(|e| {
                 let name = e.file_name().to_str()?.to_string();
                 let key = name.strip_suffix(".json")?.to_string();
-                if key.starts_with('.') {
+                // Session keys have no dot: `.tmp` files, counters files and the retired
+                // counters are not sessions.
+                if key.starts_with('.') || key.contains('.') {
                     return None;
                 }
                 let state = read_state(&e.path())
@@ -432,6 +458,8 @@ fn read_state(path: &Path) -> Result<Option<SessionState>, String> {
             state.kind, state.version
         ));
     }
+    let mut state = state;
+    state.trace.set_max(MAX_HOOK_ENTRIES);
     Ok(Some(state))
 }
 
