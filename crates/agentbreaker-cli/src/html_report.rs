@@ -370,21 +370,27 @@ pub fn render(src: &Source) -> String {
              session ran without tripping a rule.</div>\n",
         ),
     }
-    let _ = write!(
-        html,
-        "<ul class=\"stats\"><li><b>{steps}</b> steps</li><li><b>{calls}</b> tool calls</li>\
-         <li><b>{failed}</b> failed</li><li><b>{}</b> warnings</li><li><b>{}</b> halt</li>\
-         <li><b>{}</b> tasks</li></ul>\n",
-        src.warnings_total.max(
-            src.trace
-                .entries
-                .iter()
-                .filter(|e| e.kind == Kind::Warn)
-                .count() as u64
-        ),
-        u8::from(src.halt.is_some() || halt_entry.is_some()),
-        tasks.len()
+    let warnings = src.warnings_total.max(
+        src.trace
+            .entries
+            .iter()
+            .filter(|e| e.kind == Kind::Warn)
+            .count() as u64,
     );
+    let halts = u64::from(src.halt.is_some() || halt_entry.is_some());
+    html.push_str("<ul class=\"stats\">");
+    for (n, what) in [
+        (steps as u64, "step"),
+        (calls as u64, "tool call"),
+        (failed as u64, "failed"),
+        (warnings, "warning"),
+        (halts, "halt"),
+        (tasks.len() as u64, "task"),
+    ] {
+        let plural = if n == 1 || what == "failed" { "" } else { "s" };
+        let _ = write!(html, "<li><b>{n}</b> {what}{plural}</li>");
+    }
+    html.push_str("</ul>\n");
     html.push_str(&chart(&tasks, &lanes));
     if src.trace.dropped > 0 {
         let _ = write!(
@@ -467,7 +473,7 @@ fn chart(tasks: &[(String, BTreeMap<u64, Column>)], lanes: &[usize]) -> String {
             .unwrap_or(1)
             .max(last.saturating_sub(MAX_COLUMNS - 1));
         let n = (last - first + 1) as f64;
-        let cw = (plot_w / n).min(28.0);
+        let cw = (plot_w / n).min(36.0);
         let sq = (cw - 2.0).clamp(1.0, 11.0);
         let x_of = |step: u64| PLOT_LEFT + (step.saturating_sub(first)) as f64 * cw;
         let _ = write!(
@@ -590,6 +596,8 @@ fn chart(tasks: &[(String, BTreeMap<u64, Column>)], lanes: &[usize]) -> String {
             if let Some((rule, message)) = &col.halt {
                 let w = cw.clamp(4.0, 8.0);
                 let y0 = top + LANE_TOP_PAD + 4.0;
+                // The bar stands on the step's calls (`y` is above the last one drawn).
+                let y1 = (y + sq - 3.0).max(y0 + 20.0);
                 let label = format!("HALT · {rule}");
                 let lw = 14.0 + 7.2 * label.chars().count() as f64;
                 // The label goes left of the bar when it would leave the chart.
@@ -601,7 +609,7 @@ fn chart(tasks: &[(String, BTreeMap<u64, Column>)], lanes: &[usize]) -> String {
                 let _ = write!(
                     svg,
                     "\n<g id=\"halt-marker\" data-step=\"{step}\" data-reason=\"{}\" \
-                     data-x=\"{cx}\" data-y0=\"{y0}\" data-y1=\"{base}\">\
+                     data-x=\"{cx}\" data-y0=\"{y0}\" data-y1=\"{y1}\">\
                      <rect x=\"{}\" y=\"{y0}\" width=\"{w}\" height=\"{}\" fill=\"{HALT_COLOR}\"/>\
                      <rect x=\"{lx}\" y=\"{}\" width=\"{lw}\" height=\"20\" rx=\"3\" \
                      fill=\"{HALT_COLOR}\"/>\
@@ -609,7 +617,7 @@ fn chart(tasks: &[(String, BTreeMap<u64, Column>)], lanes: &[usize]) -> String {
                      <title>halt at step {step}: [{}] {}</title></g>\n",
                     esc(rule),
                     cx - w / 2.0,
-                    base - y0,
+                    y1 - y0,
                     y0 - 22.0,
                     lx + 7.0,
                     y0 - 8.0,
