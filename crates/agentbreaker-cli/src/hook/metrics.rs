@@ -2,10 +2,10 @@
 //! event, so each call records what its events did (the Monitor's recorder into a registry of
 //! its own) and adds that to the session's counters, which live in the session's state
 //! (`metrics`). With `--metrics-file PATH` the call also writes the session's counters beside its
-//! state (`<key>.metrics.json`, small) and then PATH: the sum of every live session's counters
-//! and of the sessions that ended (`retired.metrics.json`, so the totals never go down when a
-//! session ends), in the Prometheus text format. `agentbreaker status --prometheus` prints the
-//! same sum from the sessions' states.
+//! state (`<key>.metrics.json`, small) and then PATH: the sum of the counters of every session not
+//! ended yet and of the sessions that ended (`retired.metrics.json`, so the totals never go down
+//! when a session ends), in the Prometheus text format. `agentbreaker status --prometheus` prints
+//! the live sessions' counters (from their states) and the retired ones.
 //!
 //! Bounded: a registry keeps at most `agentbreaker::metrics::MAX_SERIES` task series; PATH sums
 //! at most [`MAX_SESSIONS`] sessions (the most recently updated).
@@ -85,9 +85,14 @@ pub fn retired(dir: &StateDir) -> Registry {
     read_registry(&dir.path.join(RETIRED_FILE)).unwrap_or_default()
 }
 
-/// A session ends (`SessionEnd`, `hook reset`, or it went stale): its open tasks' steps are
-/// recorded (`outcome="ended"`) and its counters are added to the retired ones.
-pub fn retire(dir: &StateDir, st: &SessionState) {
+/// A session ends (`SessionEnd`, `hook reset`, or it went stale): when it wrote a metrics file
+/// (it has a counters file beside its state), its open tasks' steps are recorded
+/// (`outcome="ended"`) and its counters are added to the retired ones. A session that never
+/// wrote one leaves nothing behind.
+pub fn retire(dir: &StateDir, key: &str, st: &SessionState) {
+    if std::fs::symlink_metadata(sidecar(dir, key)).is_err() {
+        return;
+    }
     let mut mine = session_registry(st);
     for steps in open_task_steps(st) {
         mine.record(&metrics::task_end(steps, TaskOutcome::Ended));
@@ -128,14 +133,13 @@ fn open_task_steps(st: &SessionState) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-/// The sum of the retired counters and every live session's counters file (the most recently
-/// updated [`MAX_SESSIONS`]).
+/// The sum of the retired counters and every session's counters file (the most recently updated
+/// [`MAX_SESSIONS`]).
 pub fn sum_of_sidecars(dir: &StateDir) -> Registry {
     let mut total = retired(dir);
     let Ok(entries) = std::fs::read_dir(&dir.path) else {
         return total;
     };
-    let now = SystemTime::now();
     let mut files: Vec<(SystemTime, PathBuf)> = entries
         .flatten()
         .take(100_000)
@@ -144,11 +148,10 @@ pub fn sum_of_sidecars(dir: &StateDir) -> Registry {
             if name.starts_with('.') || name == RETIRED_FILE || !name.ends_with(SIDECAR_SUFFIX) {
                 return None;
             }
+            // Every counters file is counted, stale or not: it is not in the retired counters
+            // until its session is cleaned up, which removes it.
             let modified = e.metadata().ok()?.modified().ok()?;
-            let live = now
-                .duration_since(modified)
-                .map_or(true, |age| age <= state::STALE_AFTER);
-            live.then(|| (modified, e.path()))
+            Some((modified, e.path()))
         })
         .collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.0));
@@ -182,4 +185,75 @@ pub fn write_file(dir: &StateDir, path: &Path) -> Result<(), String> {
 /// `state::now_ms`, for the trace.
 pub fn now_ms() -> u64 {
     state::now_ms()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentbreaker::metrics::{HALTS, TOOL_CALLS, tool_call};
+    use std::time::Duration;
+
+    fn session(dir: &StateDir, key: &str, calls: usize, sidecar: bool) {
+        let mut st = SessionState::new("claude", key, None, "coding-agent", 1);
+        let mut r = Registry::new();
+        for _ in 0..calls {
+            r.record(&tool_call(None, agentbreaker::metrics::Options::default()));
+        }
+        add_to_session(&mut st, &r);
+        dir.save(key, &st, false).unwrap();
+        if sidecar {
+            write_sidecar(dir, key, &st).unwrap();
+        }
+    }
+
+    fn age(path: &Path) {
+        let old = SystemTime::now() - state::STALE_AFTER - Duration::from_secs(60);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    #[test]
+    fn stale_sessions_that_exported_are_retired_the_others_leave_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = StateDir::open(&tmp.path().join("s"), true).unwrap();
+        session(&dir, "exported", 3, true);
+        session(&dir, "quiet", 5, false);
+        session(&dir, "live", 2, true);
+        for name in ["exported.json", "exported.metrics.json", "quiet.json"] {
+            age(&dir.path.join(name));
+        }
+        // The stale session's counters are counted before the cleanup and after it (retired).
+        assert_eq!(sum_of_sidecars(&dir).total(&TOOL_CALLS), 5.0);
+        dir.cleanup();
+        let mut names: Vec<String> = std::fs::read_dir(&dir.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "live.json",
+                "live.metrics.json",
+                "retired.lock",
+                "retired.metrics.json"
+            ]
+        );
+        let retired = retired(&dir);
+        assert_eq!(retired.total(&TOOL_CALLS), 3.0);
+        assert_eq!(retired.total(&HALTS), 0.0);
+        // The file sums the retired counters and the live sessions'.
+        assert_eq!(sum_of_sidecars(&dir).total(&TOOL_CALLS), 5.0);
+        let path = tmp.path().join("m.prom");
+        write_file(&dir, &path).unwrap();
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("\nagentbreaker_tool_calls_total 5\n")
+        );
+    }
 }

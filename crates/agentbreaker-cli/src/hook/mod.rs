@@ -332,7 +332,7 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
     if input.kind == Kind::SessionEnd {
         // Its counters go on in the retired ones, so the totals never go down.
         if let Loaded::State(st) = dir.load(&key) {
-            metrics::retire(&dir, &st);
+            metrics::retire(&dir, &key, &st);
         }
         metrics::remove_sidecar(&dir, &key);
         dir.remove(&key);

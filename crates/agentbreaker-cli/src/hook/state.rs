@@ -388,12 +388,20 @@ impl StateDir {
                 .and_then(|m| m.modified())
                 .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > keep_for));
             if old {
+                // A session's counters file goes with its session (below), which retires it.
+                if let Some(key) = name.strip_suffix(super::metrics::SIDECAR_SUFFIX)
+                    && self.state_path(key).exists()
+                {
+                    continue;
+                }
                 // A stale session's counters go on counting in the retired ones.
                 if let Some(key) = name.strip_suffix(".json")
                     && !key.contains('.')
-                    && let Ok(Some(st)) = read_state(&entry.path())
                 {
-                    super::metrics::retire(self, &st);
+                    if let Ok(Some(st)) = read_state(&entry.path()) {
+                        super::metrics::retire(self, key, &st);
+                    }
+                    super::metrics::remove_sidecar(self, key);
                 }
                 let _ = std::fs::remove_file(entry.path());
             }

@@ -226,7 +226,7 @@ pub fn reset(state_dir: Option<&Path>, session_id: &str) -> Result<String, Strin
     }
     let lock = dir.lock(&key)?;
     if let super::state::Loaded::State(st) = dir.load(&key) {
-        super::metrics::retire(&dir, &st);
+        super::metrics::retire(&dir, &key, &st);
     }
     super::metrics::remove_sidecar(&dir, &key);
     dir.remove(&key);
