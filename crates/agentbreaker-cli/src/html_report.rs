@@ -124,7 +124,7 @@ fn from_report(name: &str, doc: &Value) -> Source {
     }
 }
 
-fn from_session(name: &str, s: &SessionState) -> Source {
+fn from_session(name: &str, s: &SessionState, record: &Path) -> Source {
     let mut facts = vec![
         format!("agent {}", s.agent),
         format!("{} hook calls", s.calls),
@@ -132,11 +132,12 @@ fn from_session(name: &str, s: &SessionState) -> Source {
     if let Some(cwd) = &s.cwd {
         facts.push(cwd.clone());
     }
-    let mut trace = s.trace.clone();
-    if trace.entries.is_empty()
-        && let Some(h) = &s.session_halt
+    let mut trace = crate::hook::trace_file::read(record);
+    if let Some(h) = &s.session_halt
+        && trace.halt().is_none()
     {
-        trace.verdict(0, h);
+        let end = trace.entries.back().map_or(0, |e| e.t);
+        trace.verdict(trace.start_ms.unwrap_or(0) + end, h);
     }
     let warnings_total = trace
         .entries
@@ -167,7 +168,14 @@ pub fn load(
             if doc.get("kind") == Some(&Value::String(crate::hook::state::STATE_KIND.into())) {
                 let s: SessionState = serde_json::from_value(doc)
                     .map_err(|e| format!("{session} is not a hook session file: {e}"))?;
-                return Ok(from_session(session, &s));
+                let stem = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let stem = stem.strip_suffix(".json").unwrap_or(&stem);
+                let record =
+                    path.with_file_name(format!("{stem}{}", crate::hook::trace_file::SUFFIX));
+                return Ok(from_session(session, &s, &record));
             }
             return Ok(from_report(session, &doc));
         }
@@ -198,7 +206,8 @@ pub fn load(
     for (k, st) in dir.list() {
         let Ok(st) = st else { continue };
         if k == key || k == session || st.session_id == session {
-            return Ok(from_session(session, &st));
+            let record = crate::hook::trace_file::path(&dir, &k);
+            return Ok(from_session(session, &st, &record));
         }
     }
     Err(format!(

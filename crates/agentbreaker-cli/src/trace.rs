@@ -1,8 +1,8 @@
 //! The bounded record of a session that `agentbreaker report` draws: each event the Monitor
 //! accepted, with the task and step its verdict placed it in (model calls, tool calls and their
 //! results, errors, progress), and each warning and the halt. `run --report` writes it under
-//! `trace`, `replay` and `report` build it from a recording, `hook` keeps the last entries of a
-//! session in its state.
+//! `trace`, `replay` and `report` build it from a recording, `hook` appends each call's entries to
+//! a file beside the session's state (`hook::trace_file`).
 
 use std::collections::VecDeque;
 
@@ -12,8 +12,6 @@ use serde_json::Value;
 
 /// The most entries `run` and `replay` keep (the oldest are dropped first, and counted).
 pub const MAX_ENTRIES: usize = 5000;
-/// The most entries a hook session keeps (its state is read and written on every call).
-pub const MAX_HOOK_ENTRIES: usize = 256;
 /// The longest message kept in an entry.
 const MAX_MESSAGE: usize = 300;
 /// The longest tool name kept.
@@ -54,9 +52,6 @@ pub struct Entry {
     /// The tool's name (tool, result) or the rule's slug (warn, halt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The call's id (tool, result), to pair them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
     /// The result's outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ok: Option<bool>,
@@ -156,7 +151,6 @@ impl Trace {
             step: verdict.step,
             kind,
             name: text("name", MAX_NAME),
-            id: text("id", MAX_NAME),
             ok: event.get("ok").and_then(Value::as_bool),
             message: if kind == Kind::Error {
                 text("text", MAX_MESSAGE)
@@ -183,7 +177,6 @@ impl Trace {
             step: verdict.step,
             kind,
             name: verdict.reason.map(|r| r.slug().to_string()),
-            id: None,
             ok: None,
             message: verdict.message.as_deref().map(|m| cut(m, MAX_MESSAGE)),
         });

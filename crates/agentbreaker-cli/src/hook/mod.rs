@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod state;
 pub mod status;
+pub mod trace_file;
 pub mod transcript;
 
 use std::io::{Read, Write};
@@ -32,6 +33,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::settings::{DEFAULT_FILE, Settings};
+use crate::trace::Trace;
 use protocol::{Agent, Decision, HookInput, Kind};
 use state::{Loaded, SessionState, StateDir};
 use transcript::Cursor;
@@ -335,6 +337,7 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
             metrics::retire(&dir, &key, &st);
         }
         metrics::remove_sidecar(&dir, &key);
+        trace_file::remove(&dir, &key);
         dir.remove(&key);
         drop(lock);
         let mut reply = Reply::default();
@@ -349,6 +352,7 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
     let mut notes: Vec<String> = Vec::new();
     let fresh_start = matches!(&input.kind, Kind::SessionStart { source } if source == "startup" || source == "clear");
     let loaded = if fresh_start {
+        trace_file::remove(&dir, &key);
         Loaded::Fresh
     } else {
         dir.load(&key)
@@ -411,7 +415,9 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
         },
     );
 
-    let decision = decide(&input, &mut st, &monitor, &mut notes);
+    // This call's entries of the session's record (`agentbreaker report`), appended below.
+    let mut trace = trace_file::call_trace();
+    let decision = decide(&input, &mut st, &monitor, &mut trace, &mut notes);
     {
         let call = call_metrics.lock().unwrap_or_else(|p| p.into_inner());
         metrics::add_to_session(&mut st, &call);
@@ -424,6 +430,9 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
     }
     st.monitor = monitor.snapshot();
     let saved = dir.save(&key, &st, fsync_enabled());
+    if let Err(e) = trace_file::append(&dir, &key, &trace) {
+        notes.push(format!("cannot add to this session's record: {e}"));
+    }
     if args.metrics_file.is_some()
         && saved.is_ok()
         && let Err(e) = metrics::write_sidecar(&dir, &key, &st)
@@ -662,6 +671,7 @@ fn decide(
     input: &HookInput,
     st: &mut SessionState,
     monitor: &Monitor,
+    trace: &mut Trace,
     notes: &mut Vec<String>,
 ) -> Decision {
     // A halted session: nothing more is counted, every tool call is denied, a Stop is told to
@@ -683,7 +693,7 @@ fn decide(
     for e in &events {
         match monitor.observe(e) {
             Ok(v) => {
-                st.trace.event(metrics::now_ms(), e, &v);
+                trace.event(metrics::now_ms(), e, &v);
                 match v.action {
                     VerdictAction::Halt if halt.is_none() => halt = Some(v),
                     VerdictAction::Warn => warnings.push(v),

@@ -26,7 +26,6 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::transcript::Cursor;
-use crate::trace::{MAX_HOOK_ENTRIES, Trace};
 
 /// The kind written in every session file.
 pub const STATE_KIND: &str = "hook-session";
@@ -91,13 +90,6 @@ pub struct SessionState {
     /// JSON; null before the first counted event).
     #[serde(default)]
     pub metrics: Value,
-    /// The last events, warnings and the halt, for `agentbreaker report` (bounded).
-    #[serde(default = "hook_trace")]
-    pub trace: Trace,
-}
-
-fn hook_trace() -> Trace {
-    Trace::with_max(MAX_HOOK_ENTRIES)
 }
 
 impl SessionState {
@@ -120,7 +112,6 @@ impl SessionState {
             session_halt: None,
             monitor: Value::Null,
             metrics: Value::Null,
-            trace: hook_trace(),
         }
     }
 }
@@ -378,7 +369,10 @@ impl StateDir {
                 ASIDE_KEPT
             } else if name.starts_with('.') && name.ends_with(".tmp") {
                 TEMP_STALE
-            } else if name.ends_with(".json") || name.ends_with(".lock") {
+            } else if name.ends_with(".json")
+                || name.ends_with(".lock")
+                || name.ends_with(super::trace_file::SUFFIX)
+            {
                 STALE_AFTER
             } else {
                 continue;
@@ -402,6 +396,7 @@ impl StateDir {
                         super::metrics::retire(self, key, &st);
                     }
                     super::metrics::remove_sidecar(self, key);
+                    super::trace_file::remove(self, key);
                 }
                 let _ = std::fs::remove_file(entry.path());
             }
@@ -466,8 +461,6 @@ fn read_state(path: &Path) -> Result<Option<SessionState>, String> {
             state.kind, state.version
         ));
     }
-    let mut state = state;
-    state.trace.set_max(MAX_HOOK_ENTRIES);
     Ok(Some(state))
 }
 

@@ -229,6 +229,7 @@ pub fn reset(state_dir: Option<&Path>, session_id: &str) -> Result<String, Strin
         super::metrics::retire(&dir, &key, &st);
     }
     super::metrics::remove_sidecar(&dir, &key);
+    super::trace_file::remove(&dir, &key);
     dir.remove(&key);
     drop(lock);
     Ok(format!(
