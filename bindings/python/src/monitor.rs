@@ -132,6 +132,48 @@ pymethods_with_listeners!(Monitor {
         })
     }
 
+    /// Sends the metric updates of every later event to `recorder(updates)` (None stops it):
+    /// `updates` is a list of `(name, value, attributes)` in the vocabulary of
+    /// docs/observability.md (tool calls, spend, warnings, halts, steps of each task that ends),
+    /// one call per event that changed a metric, a halt reported once. `task=True` adds the task
+    /// attribute. An exception the recorder raises is reported as unraisable and ignored. The
+    /// recorder must not refer back to the monitor (the monitor keeps it alive).
+    #[pyo3(signature = (recorder, /, *, task = false))]
+    fn set_metrics_recorder(
+        &self,
+        py: Python<'_>,
+        recorder: Option<&Bound<'_, PyAny>>,
+        task: bool,
+    ) -> PyResult<()> {
+        boundary(py, || {
+            let options = agentbreaker::metrics::Options { task };
+            let recorder = match recorder.filter(|r| !r.is_none()) {
+                None => None,
+                Some(r) if !r.is_callable() => {
+                    let got = crate::convert::type_name(r);
+                    return Err(ArgKind::Argument.wrong_type("a recorder", "callable", &got))
+                        .or_raise(py);
+                }
+                Some(r) => {
+                    let callback = std::sync::Arc::new(r.clone().unbind());
+                    let core: agentbreaker::metrics::Recorder =
+                        std::sync::Arc::new(move |updates: &[agentbreaker::metrics::Update]| {
+                            let _ = Python::try_attach(|py| {
+                                let result = crate::functions::updates_to_py(py, updates)
+                                    .and_then(|list| callback.call1(py, (list,)));
+                                if let Err(e) = result {
+                                    e.write_unraisable(py, None);
+                                }
+                            });
+                        });
+                    Some(core)
+                }
+            };
+            self.inner.set_metrics_recorder(recorder, options);
+            Ok(())
+        })
+    }
+
     /// Forgets every task and counter; the configuration stays.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
         let inner = &self.inner;
