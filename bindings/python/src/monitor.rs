@@ -9,7 +9,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::clock;
-use crate::convert::{config_from_arguments, detached_py, json_to_py, required_json, to_py};
+use crate::convert::{config_from_arguments, detached_py, json_or_null, json_to_py, to_py};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 use crate::listeners::{PyListeners, pymethods_with_listeners};
 
@@ -93,7 +93,7 @@ pymethods_with_listeners!(Monitor {
         event: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         boundary(py, || {
-            let event = required_json(event, "event", ArgKind::Event).or_raise(py)?;
+            let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
             let inner = &self.inner;
             let verdict = detached_result(py, || inner.observe(&event))?;
             verdict_to_py(py, &verdict)
@@ -126,7 +126,7 @@ pymethods_with_listeners!(Monitor {
     #[pyo3(signature = (snapshot = None), text_signature = "($self, snapshot)")]
     fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
-            let snapshot = required_json(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
+            let snapshot = json_or_null(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
             let inner = &self.inner;
             detached_result(py, || inner.restore(&snapshot))
         })
