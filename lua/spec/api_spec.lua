@@ -508,7 +508,8 @@ describe("listeners", function()
     assert.are.same({ type = "warning", atMs = 0,
       message = "Warning: 3 consecutive failures. 2 more will open circuit." }, seen[1])
     assert.are.same({ type = "stateChange", from = "CLOSED", to = "OPEN",
-      reason = "5 consecutive failures detected", atMs = 0 }, seen[2])
+      reason = "5 consecutive failures detected", slug = "consecutive_failures", atMs = 0 },
+      seen[2])
     assert.is_true(cb:removeListener(id))
     assert.is_false(cb:removeListener(id))
     assert.is_false(cb:removeListener(12345))

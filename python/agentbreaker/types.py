@@ -444,7 +444,16 @@ class MonitorConfig(TypedDict):
 # `from` is a keyword: the functional syntax.
 StateChangeEvent = TypedDict(
     "StateChangeEvent",
-    {"type": Literal["stateChange"], "from": State, "to": State, "reason": str, "atMs": int},
+    {
+        "type": Literal["stateChange"],
+        "from": State,
+        "to": State,
+        "reason": str,
+        # The rule behind a change to OPEN or HALF_OPEN ("consecutive_failures", or a
+        # StagnationSlug); None for a recovery, a probe or a reset.
+        "slug": Optional[str],
+        "atMs": int,
+    },
 )
 
 

@@ -28,11 +28,12 @@ def test_listener_receives_warning_and_state_change_dicts(clock: ab.ManualClock)
             "from": "CLOSED",
             "to": "OPEN",
             "reason": "5 consecutive failures detected",
+            "slug": "consecutive_failures",
             "atMs": 1_000,
         },
     ]
     # Keys come in JSON object order (sorted), as in every binding.
-    assert list(received[1]) == ["atMs", "from", "reason", "to", "type"]
+    assert list(received[1]) == ["atMs", "from", "reason", "slug", "to", "type"]
 
 
 def test_add_listener_works_as_a_decorator_and_remove_listener_by_identity(

@@ -702,15 +702,17 @@ fn fifty_concurrent_hook_processes_lose_no_count() {
     let _turn = timed();
     let sb = Sandbox::new();
     let args = sb.hook_args(Some("claude"));
-    let mut children = Vec::new();
-    for n in 0..50 {
-        let mut child = sb.spawn(&args, &[]);
-        let event = sb.fill(&pre("busy", n, &format!("echo {n}")));
-        children.push((child.stdin.take().unwrap(), event, child));
-    }
+    // Each process gets its event as soon as it starts (a process waiting on its stdin while 49
+    // others are spawned could outlive its own watchdog on a loaded machine), and all 50 run at
+    // once.
+    let events: Vec<String> = (0..50)
+        .map(|n| sb.fill(&pre("busy", n, &format!("echo {n}"))).to_string())
+        .collect();
     let mut waiting = Vec::new();
-    for (mut stdin, event, child) in children {
-        stdin.write_all(event.to_string().as_bytes()).unwrap();
+    for event in &events {
+        let mut child = sb.spawn(&args, &[]);
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(event.as_bytes()).unwrap();
         drop(stdin);
         waiting.push(child);
     }

@@ -732,6 +732,7 @@ mod tests {
                 from: State::Open,
                 to: State::Closed,
                 reason: "reset".into(),
+                slug: None,
                 at_ms: 99
             }
         );
@@ -797,12 +798,14 @@ mod tests {
                     from: State::Closed,
                     to: State::HalfOpen,
                     reason: "No progress in 1 consecutive iterations".into(),
+                    slug: Some("no_progress"),
                     at_ms: 500
                 },
                 Event::StateChange {
                     from: State::HalfOpen,
                     to: State::Open,
                     reason: "Same error repeated 1 times: \"boom\"".into(),
+                    slug: Some("same_error"),
                     at_ms: 500
                 },
                 Event::Halt { halt, at_ms: 500 },

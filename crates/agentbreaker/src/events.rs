@@ -28,6 +28,10 @@ pub enum Event {
         to: State,
         /// Why, in words for people.
         reason: String,
+        /// The rule behind a change to OPEN or HALF_OPEN, by its stable slug (for code:
+        /// `consecutive_failures` for a FailureBreaker, the StagnationBreaker's rules); `None`
+        /// for a recovery, a probe or a reset.
+        slug: Option<&'static str>,
         /// Clock time of the change.
         at_ms: u64,
     },
@@ -334,12 +338,14 @@ mod tests {
             from: State::Closed,
             to: State::Open,
             reason: "5 consecutive failures detected".into(),
+            slug: Some("consecutive_failures"),
             at_ms: 7,
         };
         assert_eq!(
             e.to_json(),
             serde_json::json!({"type": "stateChange", "from": "CLOSED", "to": "OPEN",
-                "reason": "5 consecutive failures detected", "atMs": 7})
+                "reason": "5 consecutive failures detected", "slug": "consecutive_failures",
+                "atMs": 7})
         );
         assert_eq!(
             warning(3).to_json(),

@@ -557,6 +557,7 @@ impl FailureBreaker {
             from,
             to,
             reason,
+            slug: opened_slug(to),
             at_ms: now,
         });
     }
@@ -1057,6 +1058,11 @@ pub enum SeedLogLevel {
 ///
 /// The seed printed `OPENED: 5 consecutive failures detected.` both when the circuit first opened
 /// and when a half-open test failed (its count never went below the threshold); with another
+/// The slug of a FailureBreaker's change to `to`: the rule that opens it.
+pub(crate) fn opened_slug(to: State) -> Option<&'static str> {
+    (to == State::Open).then_some("consecutive_failures")
+}
+
 /// `failureThreshold` the number is that threshold, and an identical-error trip names its rule.
 pub fn seed_log_line(event: &Event, failure_threshold: u32) -> Option<(SeedLogLevel, String)> {
     const PREFIX: &str = "[Circuit Breaker] ";
@@ -1139,6 +1145,7 @@ mod tests {
             from,
             to,
             reason: reason.to_string(),
+            slug: opened_slug(to),
             at_ms,
         }
     }

@@ -345,15 +345,17 @@ impl StagnationBreaker {
         now: u64,
         events: &mut Sink<'_>,
     ) {
+        let slug = if to == State::Closed { None } else { slug };
         events.push(Event::StateChange {
             from: inner.state,
             to,
             reason: reason.clone(),
+            slug,
             at_ms: now,
         });
         inner.state = to;
         inner.reason = (to != State::Closed).then_some(reason);
-        inner.slug = if to == State::Closed { None } else { slug };
+        inner.slug = slug;
     }
 
     /// Records one iteration.
@@ -865,6 +867,7 @@ mod tests {
                 from: State::Closed,
                 to: State::HalfOpen,
                 reason: reason.into(),
+                slug: Some("no_progress"),
                 at_ms: 42
             }]
         );
@@ -888,6 +891,7 @@ mod tests {
                 from: State::HalfOpen,
                 to: State::Closed,
                 reason: "Progress resumed".into(),
+                slug: None,
                 at_ms: 0
             }
         );
@@ -1051,6 +1055,7 @@ mod tests {
                 from: State::Closed,
                 to: State::Open,
                 reason: reason.into(),
+                slug: Some("same_error"),
                 at_ms: 9
             }]
         );
@@ -1142,6 +1147,7 @@ mod tests {
                 from: State::Open,
                 to: State::Closed,
                 reason: "reset".into(),
+                slug: None,
                 at_ms: 600
             }
         );

@@ -82,6 +82,7 @@ fn compare_events(actual: &[Event], expected: &[Expected], ctx: &str) -> Result<
                     from,
                     to,
                     reason,
+                    slug,
                     at_ms,
                 },
                 Expected::Change {
@@ -93,6 +94,10 @@ fn compare_events(actual: &[Event], expected: &[Expected], ctx: &str) -> Result<
             ) => {
                 prop_assert_eq!((*from, *to), (*ef, *et), "{}: transition", ctx);
                 prop_assert_eq!(*at_ms, *at, "{}: stateChange atMs", ctx);
+                // A change to OPEN (or a stagnation breaker's to HALF_OPEN) names the rule behind
+                // it; a recovery, a probe or a reset names none.
+                let names_a_rule = *to != State::Closed && *from != State::Open;
+                prop_assert_eq!(slug.is_some(), names_a_rule, "{}: stateChange slug", ctx);
                 prop_assert!(
                     reasons.contains(reason),
                     "{}: stateChange reason {:?} not in {:?}",

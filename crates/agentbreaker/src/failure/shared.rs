@@ -468,6 +468,7 @@ fn change(from: State, to: State, reason: String, at_ms: u64) -> Event {
         from,
         to,
         reason,
+        slug: super::opened_slug(to),
         at_ms,
     }
 }
