@@ -296,7 +296,7 @@ unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_in
         };
         let allow = c_int::from(decision.allow_continue);
         let reason = decision.reason.map(|reason| push_text(state, reason));
-        ffi::lua_createtable(state, 0, 3);
+        ffi::lua_createtable(state, 0, 4);
         ffi::lua_pushboolean(state, allow);
         ffi::lua_setfield(state, -2, c"allowContinue".as_ptr());
         ffi::lua_pushstring(state, state_name.as_ptr());
@@ -304,6 +304,11 @@ unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_in
         if reason.is_some() {
             ffi::lua_rotate(state, -2, 1);
             ffi::lua_setfield(state, -2, c"reason".as_ptr());
+        }
+        if let Some(slug) = decision.slug {
+            // A static string: nothing of Rust's is left to drop if pushing it raises.
+            ffi::lua_pushlstring(state, slug.as_ptr().cast(), slug.len());
+            ffi::lua_setfield(state, -2, c"slug".as_ptr());
         }
         ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
         ffi::lua_setmetatable(state, -2);
