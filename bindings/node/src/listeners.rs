@@ -106,6 +106,8 @@ fn event_type(event: &Event) -> &'static str {
         Event::StateChange { .. } => "stateChange",
         Event::Warning { .. } => "warning",
         Event::Halt { .. } => "halt",
+        // A Monitor's verdict (the core's serde name); no Node object emits one yet.
+        Event::Verdict { .. } => "verdict",
     }
 }
 
