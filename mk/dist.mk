@@ -194,10 +194,13 @@ test-dist-quick:
 	@$(DIST_TEST) sizes
 
 ## The versions agree; the tests of tools/dist (the version check and writer, the release
-## workflow parsed as YAML and checked).
+## workflow parsed as YAML and checked); the crates the workflow publishes package (cargo package
+## without building them, into target/dist-build/package).
 test-dist-meta: $(DIST_TOOLS_STAMP)
 	$(PYTHON) tools/dist/versions.py
 	$(DIST_PY) -m pytest -q -p no:cacheprovider tools/dist
+	$(CARGO) package --quiet --locked --no-verify --allow-dirty -p agentbreaker -p agentbreaker-cli \
+	  --target-dir $(DIST_BUILD)
 
 test-dist-python: dist-apt
 	@$(DIST_TEST) python

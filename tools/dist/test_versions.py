@@ -40,8 +40,9 @@ def test_the_repository_agrees() -> None:
     assert versions.check(ROOT, None) == []
 
 
-def test_the_copy_agrees(root: Path) -> None:
+def test_the_copy_agrees_and_write_changes_nothing(root: Path) -> None:
     assert versions.check(root, None) == []
+    assert versions.write(root) == []
 
 
 def test_a_node_version_of_its_own_is_refused(root: Path) -> None:
@@ -62,6 +63,12 @@ def test_a_crate_with_a_version_of_its_own_is_refused(root: Path) -> None:
     replace(root / "crates/agentbreaker-cli/Cargo.toml", "version.workspace = true",
             'version = "9.9.9"')
     assert any("agentbreaker-cli" in problem for problem in versions.check(root, None))
+
+
+def test_a_readme_download_of_another_version_is_refused(root: Path) -> None:
+    version = versions.workspace_version(root)
+    replace(root / "README.md", f"VERSION={version}\n", "VERSION=9.9.9\n")
+    assert "README.md: VERSION=9.9.9, not " + version in versions.check(root, None)
 
 
 def test_a_rockspec_of_another_version_is_refused(root: Path) -> None:
@@ -88,7 +95,8 @@ def test_write_carries_a_new_workspace_version_everywhere(root: Path) -> None:
     assert versions.check(root, None) == []
     assert (root / "lua/agentbreaker-0.2.0-1.rockspec").is_file()
     assert "lua/agentbreaker-0.2.0-1.rockspec" in (root / "mk/lua.mk").read_text(encoding="utf-8")
-    assert "node/index.js" in changed and "Cargo.lock" in changed
+    assert "node/index.js" in changed and "Cargo.lock" in changed and "README.md" in changed
+    assert "VERSION=0.2.0\n" in (root / "README.md").read_text(encoding="utf-8")
     assert versions.write(root) == []
 
 

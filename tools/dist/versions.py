@@ -5,10 +5,10 @@ The Rust crates (core, CLI, C library, Python, Node and Lua bindings) inherit it
 (`version.workspace = true`); maturin gives it to the wheel and the sdist, build_lib.py to the C
 library's pkg-config files. What cannot inherit it is checked against it here: node/package.json
 and its lock file, the platform packages in node/npm/, the version check napi writes into
-node/index.js, the source rockspec's name, version and tag, a version given to a path dependency
-on a workspace crate, Cargo.lock (`--write` updates the workspace crates in it, as cargo would).
-CHANGELOG.md must have an [Unreleased] section or one for the
-version.
+node/index.js, the source rockspec's name, version and tag, the README's `VERSION=` download
+commands, a version given to a path dependency on a workspace crate (the CLI's on the core, for
+crates.io), Cargo.lock (`--write` updates the workspace crates in it, as cargo would).
+CHANGELOG.md must have an [Unreleased] section or one for the version.
 
 usage: versions.py                  check; prints the version (make dist runs it first)
        versions.py --release TAG    also: TAG is v<version> and CHANGELOG.md has the dated entry
@@ -39,6 +39,9 @@ NAPI_PLATFORMS = {
 }
 
 INDEX_JS_VERSIONS = re.compile(r"bindingPackageVersion !== '([^']*)'|expected ([^ ]+) but got")
+# `name = { path = "...", version = "..." }` (or with `package = "..."`), on one line.
+INLINE_DEPENDENCY = re.compile(r'^([\w-]+) = \{([^}\n]*)\}', re.M)
+README_VERSION = re.compile(r"^VERSION=(\S+)", re.M)
 ROCKSPEC_NAME = re.compile(r"^agentbreaker-(.+)-(\d+)\.rockspec$")
 
 
@@ -149,6 +152,12 @@ def check(root: Path, release: str | None) -> list[str]:
         if f'tag = "v{version}"' not in text:
             problems.append(f"lua/{path.name}: source.tag is not v{version}")
 
+    # The README's download commands (`VERSION=x.y.z` before a release URL).
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for stated in sorted(set(README_VERSION.findall(readme))):
+        if stated != version:
+            problems.append(f"README.md: VERSION={stated}, not {version}")
+
     # The changelog.
     changelog = (root / "CHANGELOG.md").read_text(encoding="utf-8")
     dated = re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M)
@@ -172,11 +181,23 @@ def write(root: Path) -> list[str]:
             path.write_text(text, encoding="utf-8")
             changed.append(str(path.relative_to(root)))
 
-    # Cargo.lock: the workspace crates (cargo would write the same at its next build).
     names = set()
     for manifest_path in member_manifests(root):
         with open(manifest_path, "rb") as f:
             names.add(tomllib.load(f)["package"]["name"])
+
+    def with_version(match: re.Match[str]) -> str:
+        package = re.search(r'\bpackage = "([^"]*)"', match[2])
+        name = package[1] if package else match[1]
+        if name not in names or "path = " not in match[2]:
+            return match[0]
+        return re.sub(r'\bversion = "([=^~]?)[^"]*"', rf'version = "\g<1>{version}"', match[0])
+
+    # A path dependency on a workspace crate that names a version (to be published).
+    for manifest_path in member_manifests(root):
+        save(manifest_path, INLINE_DEPENDENCY.sub(
+            with_version, manifest_path.read_text(encoding="utf-8")))
+    # Cargo.lock: the workspace crates (cargo would write the same at its next build).
     lock_path = root / "Cargo.lock"
     save(lock_path, re.sub(
         r'(\[\[package\]\]\nname = "([^"]+)"\nversion = ")[^"]*("\n(?!source))',
@@ -187,16 +208,19 @@ def write(root: Path) -> list[str]:
     for path in [node / "package.json", *sorted((node / "npm").glob("*/package.json"))]:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         manifest["version"] = version
-        save(path, json.dumps(manifest, indent=2) + "\n")
+        save(path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     lock_path = node / "package-lock.json"
     lock_json = json.loads(lock_path.read_text(encoding="utf-8"))
     lock_json["version"] = version
     lock_json["packages"][""]["version"] = version
-    save(lock_path, json.dumps(lock_json, indent=2) + "\n")
+    save(lock_path, json.dumps(lock_json, indent=2, ensure_ascii=False) + "\n")
     index = node / "index.js"
     save(index, INDEX_JS_VERSIONS.sub(
         lambda m: (f"bindingPackageVersion !== '{version}'" if m[1] is not None
                    else f"expected {version} but got"), index.read_text(encoding="utf-8")))
+
+    readme = root / "README.md"
+    save(readme, README_VERSION.sub(f"VERSION={version}", readme.read_text(encoding="utf-8")))
 
     for path in source_rockspecs(root):
         text = path.read_text(encoding="utf-8")
