@@ -36,8 +36,11 @@ DIST_GLIBC := 2.17
 # cargo-zigbuild's spelling: cargo builds the gnu target, zig links against glibc 2.17.
 DIST_ZIG_TARGET := $(DIST_TRIPLE).$(DIST_GLIBC)
 DIST_OUT := $(DIST_BUILD)/$(DIST_TRIPLE)/dist
-DIST_ENV := CARGO_TARGET_DIR=$(DIST_BUILD) CARGO_ZIGBUILD_PYTHON_PATH=$(DIST_PY)
-DIST_ZIGBUILD := env $(DIST_ENV) cargo-zigbuild
+# cargo-zigbuild lives in target/dist-tools/bin (napi's --cross-compile finds it on PATH as
+# `cargo zigbuild`); CARGO_ZIGBUILD_PYTHON_PATH points it and maturin at the venv's ziglang.
+DIST_ENV := CARGO_TARGET_DIR=$(DIST_BUILD) CARGO_ZIGBUILD_PYTHON_PATH=$(DIST_PY) \
+  PATH="$(DIST_TOOLS)/bin:$$PATH"
+DIST_ZIGBUILD := env $(DIST_ENV) $(DIST_TOOLS)/bin/cargo-zigbuild
 CARGO_ZIGBUILD_VERSION := 0.24.1
 DIST_APT := binutils luarocks liblua5.1-0-dev lua5.4 lua5.1 luajit zip unzip pkg-config gcc make
 DIST_ROCK := agentbreaker-$(DIST_VERSION)-1.$(DIST_ARCH).rock
@@ -68,12 +71,12 @@ $(DIST_TOOLS_STAMP): tools/dist/requirements.txt
 dist-apt:
 	$(call apt_install,$(DIST_APT))
 
-## cargo-zigbuild (crates.io, into $CARGO_HOME/bin when missing); maturin, ziglang and auditwheel
-## come from PyPI into target/dist-tools/venv ($(DIST_PY)).
+## cargo-zigbuild (crates.io, into target/dist-tools/bin when missing or of another version);
+## maturin, ziglang and auditwheel come from PyPI into target/dist-tools/venv ($(DIST_PY)).
 dist-zigbuild: $(DIST_TOOLS_STAMP)
-	@if ! cargo-zigbuild --version 2>/dev/null | grep -q ' $(CARGO_ZIGBUILD_VERSION)$$'; then \
-	  echo "installing cargo-zigbuild $(CARGO_ZIGBUILD_VERSION)"; \
-	  $(CARGO) install cargo-zigbuild --locked --version $(CARGO_ZIGBUILD_VERSION); \
+	@if ! $(DIST_TOOLS)/bin/cargo-zigbuild --version 2>/dev/null | grep -q ' $(CARGO_ZIGBUILD_VERSION)$$'; then \
+	  echo "installing cargo-zigbuild $(CARGO_ZIGBUILD_VERSION) into $(DIST_TOOLS)"; \
+	  $(CARGO) install cargo-zigbuild --locked --version $(CARGO_ZIGBUILD_VERSION) --root $(DIST_TOOLS); \
 	fi
 
 ## Every version agrees with the workspace version (prints it).
@@ -152,7 +155,7 @@ dist-lua: dist-apt dist-zigbuild
 dist-c: dist-apt dist-zigbuild
 	mkdir -p $(DIST)
 	rm -rf $(DIST_BUILD)/c-stage $(DIST)/$(DIST_C_NAME).tar.gz
-	env $(DIST_ENV) CARGO=cargo-zigbuild $(PYTHON) bindings/c/build_lib.py dist $(DIST_BUILD)/c \
+	env $(DIST_ENV) CARGO=$(DIST_TOOLS)/bin/cargo-zigbuild $(PYTHON) bindings/c/build_lib.py dist $(DIST_BUILD)/c \
 	  --locked --target $(DIST_ZIG_TARGET)
 	diff -u include/agentbreaker.h $(DIST_BUILD)/c/agentbreaker.h
 	$(PYTHON) tools/dist/glibc.py --max $(DIST_GLIBC) $(DIST_OUT)/libagentbreaker.so
