@@ -114,7 +114,7 @@ test_lua() {
     tail -n 1 "$dir/one-liner-$2.out" | grep -qxF "$(printf "$LUA_REFUSAL")" \
       || { cat "$dir/one-liner-$2.out"; echo "$2: not the seed's refusal" >&2; exit 1; }
     echo "$2: the README's one-line check prints the seed's refusal"
-    (cd "$dir" && lua_run "$1" "$dir/tree-$1" "$2" smoke.lua "$3")
+    (cd "$dir" && lua_run "$1" "$dir/tree-$1" "$2" smoke.lua "$3" "$VERSION")
   done
 }
 

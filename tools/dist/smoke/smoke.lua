@@ -1,8 +1,10 @@
 -- The rock, installed into a fresh tree: the native module that fits the interpreter is the one
 -- loaded, and the README's guarded tool call stops the 6th call.
--- usage: <lua> smoke.lua VARIANT      (VARIANT: lua54, lua51 or luajit)
-local variant = assert(arg[1], "usage: smoke.lua VARIANT")
+-- usage: <lua> smoke.lua VARIANT VERSION      (VARIANT: lua54, lua51 or luajit)
+local variant = assert(arg[1], "usage: smoke.lua VARIANT VERSION")
+local version = assert(arg[2], "usage: smoke.lua VARIANT VERSION")
 local ab = require("agentbreaker")
+assert(ab.VERSION == version, "VERSION " .. tostring(ab.VERSION) .. ", not " .. version)
 
 local mapped = {}
 for line in io.lines("/proc/self/maps") do
@@ -33,4 +35,5 @@ for attempt, guess in ipairs({ "MainScript", "Main", "Scripts.Main", "Core.Main"
 end
 assert(blocked == 6, "the 6th call must be refused, not " .. tostring(blocked))
 assert(calls == 5, "the refused call must not run")
-print(("%s: agentbreaker/native/%s.so; guarded call: 5 failures, the 6th refused"):format(_VERSION, variant))
+print(("%s: agentbreaker %s from agentbreaker/native/%s.so; guarded call: 5 failures, the 6th refused")
+  :format(_VERSION, ab.VERSION, variant))
