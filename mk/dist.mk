@@ -112,7 +112,9 @@ dist-python: $(DIST_TOOLS_STAMP) dist-apt
 
 ## Node: the addon (napi build --cross-compile: cargo-zigbuild, glibc 2.17), then the two
 ## tarballs (tools/dist/node_packages.py): the package and its linux-x64-gnu platform package.
-dist-node: dist-apt dist-zigbuild $(NODE_MODULES_STAMP)
+## (The napi CLI comes from mk/node.mk's `npm ci` stamp, named here literally: mk/node.mk is read
+## after this file, and a prerequisite's variable is expanded when it is read.)
+dist-node: dist-apt dist-zigbuild node/node_modules/.package-lock.json
 	mkdir -p $(DIST) $(DIST_BUILD)/node
 	rm -f $(DIST)/agentbreaker-$(DIST_VERSION).tgz $(DIST)/agentbreaker-$(DIST_NPM_PLATFORM)-*.tgz
 	cd node && env $(DIST_ENV) npx --no-install napi build --platform --profile dist \
