@@ -82,8 +82,22 @@ def check_main(tarball: Path, manifest: dict) -> None:
     main = packed.get("main", "index.js")
     if f"package/{main}" not in names:
         problems.append(f"main {main} is not in the tarball")
+    for target in export_targets(packed.get("exports")):
+        if "*" not in target and f"package/{target.removeprefix('./')}" not in names:
+            problems.append(f"exports names {target}, which is not in the tarball")
     if problems:
         sys.exit(f"{tarball.name}: " + "; ".join(problems))
+
+
+def export_targets(exports: object) -> list[str]:
+    """The file paths of a package.json `exports` field (strings at any depth)."""
+    if isinstance(exports, str):
+        return [exports]
+    if isinstance(exports, dict):
+        return [path for value in exports.values() for path in export_targets(value)]
+    if isinstance(exports, list):
+        return [path for value in exports for path in export_targets(value)]
+    return []
 
 
 def platform_package(node_dir: Path, platform: str, addon: Path, stage: Path, out: Path,
