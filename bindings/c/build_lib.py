@@ -7,7 +7,10 @@ JSON messages (mk/c.mk runs it):
   OUT/native-static-libs;
 - the package version, written to OUT/version.
 
-usage: build_lib.py PROFILE OUT        (PROFILE: a cargo profile, e.g. release or dev)
+usage: build_lib.py PROFILE OUT [CARGO_ARG...]   (PROFILE: a cargo profile, e.g. release or dev)
+
+CARGO_ARGs go to cargo before rustc's arguments (make dist: `--target x86_64-unknown-linux-gnu.2.17`
+with CARGO=cargo-zigbuild, linked against glibc 2.17).
 
 Cargo replays the cached rustc output on a fresh build, so the native libraries are reported
 even when nothing is recompiled.
@@ -23,10 +26,10 @@ PACKAGE = "agentbreaker-c"
 
 
 def main() -> int:
-    profile, out = sys.argv[1], sys.argv[2]
+    profile, out, cargo_args = sys.argv[1], sys.argv[2], sys.argv[3:]
     cargo = os.environ.get("CARGO", "cargo")
     command = [cargo, "rustc", "-p", PACKAGE, "--lib", "--profile", profile,
-               "--message-format=json", "--", "--print", "native-static-libs"]
+               "--message-format=json", *cargo_args, "--", "--print", "native-static-libs"]
 
     header_dir = native_libs = version = None
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as cargo_run:
