@@ -49,3 +49,14 @@ def assert_stuck_run_verdicts(verdicts: Verdicts) -> Dict[str, Any]:
     assert halt["detail"]["count"] <= halt["detail"]["threshold"] == REPEAT_THRESHOLD
     assert halt["step"] <= REPEAT_THRESHOLD
     return halt
+
+
+def failure_spotter() -> "tuple[Monitor, Verdicts]":
+    """A Monitor that warns on the first failed step (a fail streak of 3 with the warning 2 steps
+    early): the way to see that an adapter reported a call as failed (``ok: False``)."""
+    monitor = Monitor(stagnation={"failStreakThreshold": 3})
+    return monitor, Verdicts(monitor)
+
+
+def assert_one_failed_step(verdicts: Verdicts) -> None:
+    assert [(v["action"], v["reason"]) for v in verdicts.seen] == [("warn", "fail_streak")], verdicts.seen

@@ -15,7 +15,7 @@ from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ResultMessage
 
 from agentbreaker import Monitor
 from agentbreaker.integrations.claude_agent_sdk import SpendTracker, hooks, track_spend
-from _support import REPEAT_THRESHOLD, Verdicts, assert_stuck_run_verdicts
+from _support import REPEAT_THRESHOLD, Verdicts, assert_one_failed_step, assert_stuck_run_verdicts, failure_spotter
 
 from _fake_claude_cli import FakeClaudeCLI, Turn
 
@@ -51,7 +51,7 @@ HEALTHY: List[Turn] = [
 
 
 def session(cli: FakeClaudeCLI, monitor: Optional[Monitor], spend: bool = True) -> List[Any]:
-    options = ClaudeAgentOptions(hooks=hooks(monitor) if monitor is not None else None)  # type: ignore[arg-type]
+    options = ClaudeAgentOptions(hooks=hooks(monitor) if monitor is not None else None)
 
     async def go() -> List[Any]:
         stream = query(prompt="Fix the login test.", options=options, transport=cli)
@@ -152,7 +152,7 @@ def test_interrupt_is_awaited_once_on_a_spend_halt() -> None:
 
     async def go() -> None:
         cli = FakeClaudeCLI(list(HEALTHY), run_tool)
-        stream = query(prompt="go", options=ClaudeAgentOptions(hooks=hooks(monitor)), transport=cli)  # type: ignore[arg-type]
+        stream = query(prompt="go", options=ClaudeAgentOptions(hooks=hooks(monitor)), transport=cli)
         async for _ in track_spend(monitor, stream, interrupt=interrupt):
             pass
 
@@ -166,12 +166,12 @@ def test_slow_tool(monitor: Monitor, verdicts: Verdicts) -> None:
     assert verdicts.seen == [] and messages[-1].result == "Done."
 
 
-def test_tool_failure_is_a_failed_call(monitor: Monitor) -> None:
-    seen: List[Dict[str, Any]] = []
-    monitor.add_listener(seen.append)
+def test_tool_failure_is_a_failed_call() -> None:
+    monitor, verdicts = failure_spotter()
     cli = FakeClaudeCLI([("", [("Bash", {"command": "pytest -q"})])], run_tool)
     session(cli, monitor)
     assert [event for event, _ in cli.answers] == ["PreToolUse", "PostToolUseFailure", "Stop"]
+    assert_one_failed_step(verdicts)
     assert monitor.status()["tasks"][0]["unpairedResults"] == 0
 
 

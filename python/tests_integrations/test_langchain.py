@@ -19,7 +19,7 @@ from agentbreaker.integrations.langchain import (
     AgentBreakerCallbackHandler,
     AgentBreakerMiddleware,
 )
-from _support import REPEAT_THRESHOLD, Verdicts, assert_stuck_run_verdicts
+from _support import REPEAT_THRESHOLD, Verdicts, assert_one_failed_step, assert_stuck_run_verdicts, failure_spotter
 
 USAGE = {"input_tokens": 120, "output_tokens": 12, "total_tokens": 132}
 # Enough for a 1-cent cap at the Sonnet 4 list rate the Monitor's price table uses by default.
@@ -37,7 +37,7 @@ def call(name: str, args: Dict[str, Any], n: int, text: str = "", usage: Dict[st
     return AIMessage(
         content=text,
         tool_calls=[{"name": name, "args": args, "id": f"call_{n}", "type": "tool_call"}],
-        usage_metadata=usage,  # type: ignore[arg-type]
+        usage_metadata=usage,
     )
 
 
@@ -49,7 +49,7 @@ def forever(name: str, args: Dict[str, Any]) -> Iterator[AIMessage]:
 
 def script(steps: List[AIMessage], answer: str) -> Iterator[AIMessage]:
     yield from steps
-    yield AIMessage(content=answer, usage_metadata=USAGE)  # type: ignore[arg-type]
+    yield AIMessage(content=answer, usage_metadata=USAGE)
 
 
 def make_run_tests() -> BaseTool:
@@ -219,7 +219,7 @@ def test_slow_tool(monitor: Monitor, verdicts: Verdicts) -> None:
     assert verdicts.seen == [] and out["agentbreaker_verdict"] is None
 
 
-def test_tool_exception_is_a_failed_call_and_goes_on_as_langchain_does(monitor: Monitor) -> None:
+def test_tool_exception_is_a_failed_call_and_goes_on_as_langchain_does() -> None:
     """By default the tool's exception ends the run, exactly as without the middleware; the
     failure was recorded first."""
     def agent(middleware: List[Any]) -> Any:
@@ -228,10 +228,12 @@ def test_tool_exception_is_a_failed_call_and_goes_on_as_langchain_does(monitor: 
 
     with pytest.raises(ValueError, match="kaboom: x") as plain:
         agent([]).invoke({"messages": [HumanMessage("go")]})
+    spotter, verdicts = failure_spotter()
     with pytest.raises(ValueError, match="kaboom: x") as guarded:
-        agent([AgentBreakerMiddleware(monitor)]).invoke({"messages": [HumanMessage("go")]})
+        agent([AgentBreakerMiddleware(spotter)]).invoke({"messages": [HumanMessage("go")]})
     assert type(guarded.value) is type(plain.value)
-    (task,) = monitor.status()["tasks"]
+    assert_one_failed_step(verdicts)
+    (task,) = spotter.status()["tasks"]
     assert task["toolCalls"] == 1 and task["unpairedResults"] == 0
 
 
@@ -302,10 +304,12 @@ def test_callback_handler_leaves_a_healthy_agent_alone(monitor: Monitor, verdict
     assert task["spendCents"] > 0
 
 
-def test_callback_handler_records_tool_exceptions(monitor: Monitor) -> None:
+def test_callback_handler_records_tool_exceptions() -> None:
+    monitor, verdicts = failure_spotter()
     handler = AgentBreakerCallbackHandler(monitor)
     model = ScriptedChatModel(messages=script([call("explode", {"reason": "x"}, 0)], "unreachable"))
     with pytest.raises(ValueError, match="kaboom"):
         create_agent(model, [explode]).invoke({"messages": [HumanMessage("go")]}, {"callbacks": [handler]})
+    assert_one_failed_step(verdicts)
     (task,) = monitor.status()["tasks"]
     assert task["toolCalls"] == 1 and task["unpairedResults"] == 0

@@ -14,6 +14,7 @@ from agents import (
     RunConfig,
     Runner,
     RunResult,
+    Tool,
     Usage,
     function_tool,
     set_tracing_disabled,
@@ -27,7 +28,7 @@ from agentbreaker.integrations.openai_agents import (
     agentbreaker_failure_error_function,
     agentbreaker_tool_guardrail,
 )
-from _support import REPEAT_THRESHOLD, Verdicts, assert_stuck_run_verdicts
+from _support import REPEAT_THRESHOLD, Verdicts, assert_one_failed_step, assert_stuck_run_verdicts, failure_spotter
 
 set_tracing_disabled(True)
 
@@ -80,11 +81,11 @@ def _stats(page: str) -> Dict[str, Any]:
     return {"page": page, "visits": 3, "ratio": 0.5}
 
 
-def healthy_tools(**kwargs: Any) -> List[FunctionTool]:
+def healthy_tools(**kwargs: Any) -> List[Tool]:
     return [function_tool(f, name_override=f.__name__[1:], **kwargs) for f in (_search, _read_file, _write_file, _stats)]
 
 
-search, read_file, write_file, stats = healthy_tools()
+search, read_file, write_file, stats = (function_tool(f, name_override=f.__name__[1:]) for f in (_search, _read_file, _write_file, _stats))
 
 
 @function_tool
@@ -115,7 +116,7 @@ def healthy_model() -> ScriptedModel:
     )
 
 
-HEALTHY_TOOLS = [search, read_file, write_file, stats]
+HEALTHY_TOOLS: List[Tool] = [search, read_file, write_file, stats]
 
 
 def run(agent: Agent[Any], hooks: Optional[AgentBreakerHooks] = None, run_config: Optional[RunConfig] = None) -> RunResult:
@@ -260,15 +261,25 @@ def test_slow_tool(monitor: Monitor, verdicts: Verdicts, tool: FunctionTool) -> 
     assert verdicts.seen == []
 
 
-def test_tool_exception_is_a_failed_call(monitor: Monitor) -> None:
+@pytest.mark.parametrize("with_run_config", [True, False])
+def test_tool_exception_is_a_failed_call(with_run_config: bool) -> None:
+    monitor, verdicts = failure_spotter()
     hooks = AgentBreakerHooks(monitor)
     model = ScriptedModel([step("run_tests", {"command": "pytest"}, 0), answer("I could not run them.")])
-    seen: List[Dict[str, Any]] = []
-    monitor.add_listener(seen.append)
-    result = run(Agent("coder", model=model, tools=[run_tests_tool()]), hooks, hooks.run_config())
+    config = hooks.run_config() if with_run_config else None
+    result = run(Agent("coder", model=model, tools=[run_tests_tool()]), hooks, config)
     assert result.final_output == "I could not run them."
+    assert_one_failed_step(verdicts)
     # The SDK's own text reached the model.
     assert tool_outputs(model)[0].startswith("An error occurred while running the tool.")
+
+
+def test_successful_call_is_not_a_failure() -> None:
+    monitor, verdicts = failure_spotter()
+    hooks = AgentBreakerHooks(monitor)
+    model = ScriptedModel([step("search", {"query": "x"}, 0), answer("ok")])
+    run(Agent("coder", model=model, tools=[search]), hooks, hooks.run_config())
+    assert verdicts.seen == []
 
 
 def test_tool_exception_without_failure_function_ends_the_run_as_the_sdk_does(monitor: Monitor) -> None:
@@ -283,7 +294,8 @@ def test_tool_with_non_text_result(monitor: Monitor, verdicts: Verdicts) -> None
     with pytest.raises(AgentHalted) as raised:
         run(Agent("coder", model=stuck_model("stats", {"page": "/"}), tools=[stats]), hooks, hooks.run_config())
     assert raised.value.verdict["reason"] == "repeated_step"
-    assert raised.value.verdict["detail"]["count"] == REPEAT_THRESHOLD
+    detail = raised.value.verdict["detail"]
+    assert detail is not None and detail["count"] == REPEAT_THRESHOLD
 
 
 def test_run_config_keeps_the_users_own_filter_and_formatter(monitor: Monitor) -> None:

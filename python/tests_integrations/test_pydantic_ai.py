@@ -25,7 +25,7 @@ from pydantic_ai.usage import RequestUsage
 
 from agentbreaker import AgentHalted, Monitor
 from agentbreaker.integrations.pydantic_ai import AgentBreakerCapability
-from _support import REPEAT_THRESHOLD, Verdicts, assert_stuck_run_verdicts
+from _support import REPEAT_THRESHOLD, Verdicts, assert_one_failed_step, assert_stuck_run_verdicts, failure_spotter
 
 USAGE = RequestUsage(input_tokens=120, output_tokens=12)
 # Enough for a 1-cent cap at the Sonnet 4 list rate the Monitor's price table uses by default.
@@ -211,15 +211,24 @@ def test_slow_tool(monitor: Monitor, verdicts: Verdicts, name: str) -> None:
     assert verdicts.seen == []
 
 
-def test_tool_exception_ends_the_run_as_pydantic_ai_does(monitor: Monitor) -> None:
+def test_tool_exception_ends_the_run_as_pydantic_ai_does() -> None:
+    """A plain exception ends the run (pydantic-ai's behaviour, unchanged); it was recorded as
+    a failed call first."""
     steps = [call("explode", {"reason": "x"}, 0)]
     with pytest.raises(ValueError, match="kaboom: x"):
         make_agent(scripted(steps, "never")).run_sync("go")
-    breaker = AgentBreakerCapability(monitor)
-    seen: List[Dict[str, Any]] = []
+    monitor, verdicts = failure_spotter()
     with pytest.raises(ValueError, match="kaboom: x"):
-        make_agent(scripted(steps, "never"), [breaker]).run_sync("go")
+        make_agent(scripted(steps, "never"), [AgentBreakerCapability(monitor)]).run_sync("go")
+    assert_one_failed_step(verdicts)
     assert monitor.status()["tasks"] == []  # the run ended: its task too
+
+
+def test_tool_failed_is_a_failed_call_the_model_reads() -> None:
+    monitor, verdicts = failure_spotter()
+    result = make_agent(scripted([call("run_tests", {"command": "pytest"}, 0)], "I could not run them."), [AgentBreakerCapability(monitor)]).run_sync("go")
+    assert result.output == "I could not run them."
+    assert_one_failed_step(verdicts)
 
 
 @pytest.mark.parametrize("name,args", [("stats", {"page": "/"}), ("whoami", {})])
@@ -229,7 +238,8 @@ def test_tool_with_non_text_result(monitor: Monitor, verdicts: Verdicts, name: s
         make_agent(stuck(name, args), [breaker]).run_sync("go")
     verdict = breaker.verdict(raised.value.run_id)
     assert verdict is not None and verdict["reason"] == "repeated_step"
-    assert verdict["detail"]["count"] == REPEAT_THRESHOLD
+    detail = verdict["detail"]
+    assert detail is not None and detail["count"] == REPEAT_THRESHOLD
 
 
 def test_capability_takes_monitor_settings() -> None:
