@@ -18,6 +18,9 @@
 #                              requirements-integrations.txt in their own virtual environment (the
 #                              core wheel's tests above run without them), their tests, examples,
 #                              benchmark smoke run and mypy --strict
+#   make test-python-integrations-oldest
+#                              the adapters' tests against the oldest framework versions the extras
+#                              allow (requirements-integrations-oldest.txt)
 #   make bench-python-integrations
 #                              each adapter's cost per tool call on its framework's test double, with
 #                              and without it in one run: target/bench/python-integrations.jsonl
@@ -44,20 +47,22 @@ PY_BENCH_PY := $(PY_BENCH_DIR)/venv/bin/python
 PYTHON_INTEGRATIONS ?= $(PYTHON)
 PY_INT_VENV := $(PY_DIR)/.venv-integrations
 PY_INT_PY := $(PY_INT_VENV)/bin/python
+PY_INT_OLD_VENV := $(PY_DIR)/.venv-integrations-oldest
 PY_INT_BENCH_DIR := target/python/integrations-bench
 PY_INT_BENCH_PY := $(PY_INT_BENCH_DIR)/venv/bin/python
 # The adapters and their examples import their frameworks: the core environment checks them not.
 PY_INT_MODULES := agentbreaker/integrations/(langchain|openai_agents|pydantic_ai|claude_agent_sdk)\.py$$
 PY_INT_EXAMPLES := examples/(integrations_[a-z_]+|_fake_claude_cli)\.py$$
 
-TEST_TARGETS += test-python test-python-panic test-python-integrations
+TEST_TARGETS += test-python test-python-panic test-python-integrations \
+	test-python-integrations-oldest
 LINT_TARGETS += lint-python
 BENCH_TARGETS += bench-python bench-python-integrations
 RELIABILITY_TARGETS += test-python-panic test-python-bad-input
 
 .PHONY: test-python test-python-panic test-python-bad-input python-test-env lint-python \
 	python-wheel bench-python test-python-integrations python-integrations-env \
-	bench-python-integrations python-integrations-check
+	bench-python-integrations python-integrations-check test-python-integrations-oldest
 
 $(PY_BUILD_VENV)/bin/maturin: $(PY_DIR)/requirements-build.txt
 	rm -rf $(PY_BUILD_VENV)
@@ -151,6 +156,15 @@ test-python-integrations: python-integrations-env
 	$(PY_INT_PY) -m mypy --cache-dir=$(PY_DIR)/.mypy_cache-integrations --strict -p agentbreaker.integrations
 	cd $(PY_DIR) && .venv-integrations/bin/python -m mypy --cache-dir=.mypy_cache-integrations --strict \
 	  tests_integrations examples/integrations_*.py examples/_fake_claude_cli.py bench/bench_integrations.py
+
+## The lower ends of the extras' version ranges: the same tests on the oldest frameworks allowed.
+test-python-integrations-oldest: python-wheel python-integrations-check
+	rm -rf $(PY_INT_OLD_VENV)
+	$(PYTHON_INTEGRATIONS) -m venv $(PY_INT_OLD_VENV)
+	$(PY_INT_OLD_VENV)/bin/python $(PY_PIP) -r $(PY_DIR)/requirements-test.txt \
+	  -r $(PY_DIR)/requirements-integrations-oldest.txt
+	$(PY_INT_OLD_VENV)/bin/python $(PY_PIP) --no-index $(PY_DIST)/agentbreaker-*.whl
+	$(PY_INT_OLD_VENV)/bin/python $(PY_PYTEST) $(PY_DIR)/tests_integrations
 
 ## Each adapter's cost per tool call, measured on its framework's test double with and without
 ## it, interleaved in one process, on a release wheel: target/bench/python-integrations.jsonl.

@@ -77,3 +77,32 @@ def test_a_missing_framework_names_the_extra(adapter: str) -> None:
     assert done.returncode == 0, done.stderr
     assert f"agentbreaker.integrations.{adapter} needs " in done.stdout
     assert f"pip install 'agentbreaker[{extra}]'" in done.stdout
+
+
+def test_extras_match_the_pinned_environments() -> None:
+    """The extras' ranges hold the versions tested: the newest pins and the oldest ones, which are
+    the ranges' lower ends; the installed wheel declares the extras."""
+    import importlib.metadata
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).resolve().parents[1]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert sorted(extras) == sorted(extra for _, extra in ADAPTERS.values())
+
+    def pins(name: str) -> dict[str, str]:
+        lines = (root / name).read_text().splitlines()
+        found = dict(line.split("==") for line in lines if line and not line.startswith("#"))
+        return {key.lower().replace("_", "-"): value for key, value in found.items()}
+
+    newest, oldest = pins("requirements-integrations.txt"), pins("requirements-integrations-oldest.txt")
+    for requirements in extras.values():
+        for text in requirements:
+            requirement = Requirement(text)
+            assert newest[requirement.name] in requirement.specifier, (text, newest[requirement.name])
+            assert oldest[requirement.name] in requirement.specifier, (text, oldest[requirement.name])
+            lowest = next(s.version for s in requirement.specifier if s.operator == ">=")
+            assert oldest[requirement.name].startswith(lowest), (text, oldest[requirement.name])
+    declared = importlib.metadata.metadata("agentbreaker").get_all("Provides-Extra") or []
+    assert sorted(declared) == sorted(extras)

@@ -86,6 +86,29 @@ def to_text(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
+def usage_event(
+    input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0, model: Optional[str] = None
+) -> Optional[Dict[str, Any]]:
+    """A ``usage`` event (None when it counts nothing). ``input_tokens`` excludes the cache reads
+    and writes, as the Monitor counts them (Anthropic's convention). Counts of zero are left out:
+    every key costs time to hand over."""
+    usage: Dict[str, int] = {}
+    if input_tokens > 0:
+        usage["input_tokens"] = input_tokens
+    if output_tokens > 0:
+        usage["output_tokens"] = output_tokens
+    if cache_read > 0:
+        usage["cache_read_input_tokens"] = cache_read
+    if cache_write > 0:
+        usage["cache_creation_input_tokens"] = cache_write
+    if not usage:
+        return None
+    event: Dict[str, Any] = {"type": "usage", "usage": usage}
+    if model:
+        event["model"] = model
+    return event
+
+
 def error_text(error: BaseException) -> str:
     """A failed call's text: the exception's type and message."""
     message = str(error)

@@ -48,7 +48,7 @@ except ImportError as _error:  # pragma: no cover - the message is tested in a v
 
 from .._native import Monitor
 from ..types import Verdict
-from ._common import TAG, Run, Watcher, halt_context, halt_text, nudge_text, skipped_text, to_text
+from ._common import TAG, Run, Watcher, halt_context, halt_text, nudge_text, skipped_text, to_text, usage_event
 
 __all__ = ["SpendTracker", "hooks", "track_spend"]
 
@@ -275,9 +275,14 @@ class SpendTracker:
             return None
         if self._base is None:
             self._base = self._spent()
-        event: Dict[str, Any] = {"type": "usage", "usage": delta}
-        if message.model:
-            event["model"] = message.model
+        event = usage_event(
+            delta["input_tokens"],
+            delta["output_tokens"],
+            delta["cache_read_input_tokens"],
+            delta["cache_creation_input_tokens"],
+            message.model or None,
+        )
+        assert event is not None
         return self._observe(event)
 
     def _observe(self, event: Dict[str, Any]) -> Verdict:

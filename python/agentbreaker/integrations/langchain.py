@@ -55,6 +55,7 @@ from ._common import (
     new_task_id,
     skipped_text,
     to_text,
+    usage_event,
 )
 
 __all__ = ["AgentBreakerCallbackHandler", "AgentBreakerMiddleware", "AgentBreakerState"]
@@ -88,18 +89,15 @@ def _usage_event(message: AIMessage) -> Optional[Dict[str, Any]]:
     details = meta.get("input_token_details") or {}
     cache_read = int(details.get("cache_read") or 0)
     cache_write = int(details.get("cache_creation") or 0)
-    usage = {
-        "input_tokens": max(0, int(meta.get("input_tokens") or 0) - cache_read - cache_write),
-        "output_tokens": int(meta.get("output_tokens") or 0),
-        "cache_read_input_tokens": cache_read,
-        "cache_creation_input_tokens": cache_write,
-    }
-    event: Dict[str, Any] = {"type": "usage", "usage": usage}
     metadata = message.response_metadata
-    model = metadata.get("model_name") or metadata.get("model") if metadata else None
-    if isinstance(model, str) and model:
-        event["model"] = model
-    return event
+    model = (metadata.get("model_name") or metadata.get("model")) if metadata else None
+    return usage_event(
+        int(meta.get("input_tokens") or 0) - cache_read - cache_write,
+        int(meta.get("output_tokens") or 0),
+        cache_read,
+        cache_write,
+        model if isinstance(model, str) else None,
+    )
 
 
 def _tool_message_text(message: ToolMessage) -> str:

@@ -57,7 +57,7 @@ except ImportError as _error:  # pragma: no cover - the message is tested in a v
 from .._native import Monitor
 from ..exceptions import AgentHalted
 from ..types import Verdict
-from ._common import Run, Watcher, error_text, make_monitor, new_task_id, skipped_text, to_text
+from ._common import Run, Watcher, error_text, make_monitor, new_task_id, skipped_text, to_text, usage_event
 
 __all__ = [
     "AgentBreakerHooks",
@@ -169,8 +169,10 @@ class AgentBreakerHooks(RunHooks[Any]):
     def tool_error_formatter(self, args: ToolErrorFormatterArgs[Any]) -> None:
         """A ``RunConfig.tool_error_formatter``: records that the call failed and with what;
         returns None, so the model reads the SDK's own text."""
-        if args.kind == "tool_exception":
-            self._failed[args.call_id] = error_text(args.error) if args.error is not None else args.default_message
+        kind: str = args.kind  # "tool_exception" (and `error`) came in 0.22
+        if kind == "tool_exception":
+            error = getattr(args, "error", None)
+            self._failed[args.call_id] = error_text(error) if isinstance(error, BaseException) else args.default_message
 
     def _mark_failed(self, context: RunContextWrapper[Any], error: Exception) -> None:
         call_id = getattr(context, "tool_call_id", None)
@@ -221,20 +223,13 @@ class AgentBreakerHooks(RunHooks[Any]):
         run = self._run()
         self._watcher.observe(run, {"type": "assistant", "text": "\n".join(texts)})
         usage = response.usage
-        if usage is not None and (usage.input_tokens or usage.output_tokens):
+        if usage is not None:
             details = getattr(usage, "input_tokens_details", None)
             cached = int(getattr(details, "cached_tokens", 0) or 0)
-            event: Dict[str, Any] = {
-                "type": "usage",
-                "usage": {
-                    "input_tokens": max(0, int(usage.input_tokens) - cached),
-                    "output_tokens": int(usage.output_tokens),
-                    "cache_read_input_tokens": cached,
-                },
-            }
-            if isinstance(agent.model, str) and agent.model:
-                event["model"] = agent.model
-            self._watcher.observe(run, event)
+            model = agent.model if isinstance(agent.model, str) else None
+            event = usage_event(int(usage.input_tokens) - cached, int(usage.output_tokens), cached, 0, model)
+            if event is not None:
+                self._watcher.observe(run, event)
         self._raise_if_halted()
 
     async def on_tool_start(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool) -> None:
