@@ -196,7 +196,9 @@ class AgentBreakerMiddleware(AgentMiddleware[AgentBreakerState, Any, Any]):
             return None
         run = self._run(state)
         watcher = self._watcher
-        watcher.observe(run, {"type": "assistant", "text": message.text})
+        content = message.content
+        text = content if isinstance(content, str) else str(message.text)
+        watcher.observe(run, {"type": "assistant", "text": text})
         usage = _usage_event(message)
         if usage is not None:
             watcher.observe(run, usage)
