@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
 import itertools
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 
 import pytest
 from pydantic_ai import Agent, RunContext
@@ -115,6 +117,11 @@ def make_agent(model: ModelFunction, capabilities: Sequence[Any] = ()) -> Agent[
     def explode(reason: str) -> str:
         """A tool with a bug."""
         raise ValueError(f"kaboom: {reason}")
+
+    @agent.tool_plain
+    def schedule(when: datetime.datetime, price: decimal.Decimal, tags: Set[str]) -> str:
+        """A tool whose arguments pydantic-ai validates into Python objects."""
+        return f"scheduled at {when.isoformat()} for {price}"
 
     @agent.tool
     def whoami(ctx: RunContext[None]) -> bytes:
@@ -248,3 +255,13 @@ def test_capability_takes_monitor_settings() -> None:
     with pytest.raises(RunCancelled) as raised:
         make_agent(scripted(HEALTHY, "done"), [breaker]).run_sync("go")
     assert breaker.verdict(raised.value.run_id)["reason"] == "tool_limit"  # type: ignore[index]
+
+
+def test_tool_arguments_that_are_not_json(monitor: Monitor, verdicts: Verdicts) -> None:
+    """Validated arguments (a datetime, a Decimal, a set) are watched as their JSON form."""
+    steps = [call("schedule", {"when": "2025-01-02T03:04:05", "price": "9.50", "tags": ["a", "b"]}, 0)]
+    breaker = AgentBreakerCapability(monitor)
+    result = make_agent(scripted(steps, "done"), [breaker]).run_sync("go")
+    assert result.output == "done"
+    assert tool_returns(result.all_messages())[0].content == "scheduled at 2025-01-02T03:04:05 for 9.50"
+    assert breaker._watcher.observe_errors == 0 and verdicts.seen == []

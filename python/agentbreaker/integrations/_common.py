@@ -6,12 +6,15 @@ Nothing here imports a framework.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 import uuid
+import warnings
 from typing import Any, Dict, List, Mapping, Optional
 
 from .._native import Monitor
+from ..exceptions import AgentBreakerError, InvalidEventError
 from ..types import MonitorEvent, Verdict
 
 #: Every text the adapters put in front of the model or the user starts with this tag.
@@ -109,6 +112,35 @@ def usage_event(
     return event
 
 
+_INT_RANGE = (-(2**63), 2**64 - 1)
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` as the JSON values the Monitor takes: dict keys as strings, tuples and sets as
+    lists, a number it cannot hold (NaN, an integer past 64 bits) and any other object as text
+    (a pydantic model by its JSON form). For tool arguments a framework validated into Python
+    objects (pydantic-ai's datetimes, Decimals, models)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if _INT_RANGE[0] <= value <= _INT_RANGE[1] else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if depth >= 64:
+        return to_text(value)
+    if isinstance(value, dict):
+        return {str(key): json_safe(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(item, depth + 1) for item in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return json_safe(dump(mode="json"), depth + 1)
+        except Exception:
+            pass
+    return to_text(value)
+
+
 def error_text(error: BaseException) -> str:
     """A failed call's text: the exception's type and message."""
     message = str(error)
@@ -165,6 +197,7 @@ class Watcher:
         self.monitor = monitor
         self.prefix = prefix
         self.last_verdict: Optional[Verdict] = None
+        self.observe_errors = 0
         self._runs: Dict[str, Run] = {}  # in the order they opened
         self._lock = threading.Lock()
 
@@ -189,11 +222,37 @@ class Watcher:
         task is ``""`` counts for the Monitor's current task)."""
         if run.task:
             event["taskId"] = run.task
-        verdict = self.monitor.observe(event)
+        try:
+            verdict = self.monitor.observe(event)
+        except AgentBreakerError as error:
+            verdict = self._observe_again(event, error)
         action = verdict["action"]
         if action != "continue":
             self._note(run, verdict)
         return verdict
+
+    def _observe_again(self, event: Dict[str, Any], error: AgentBreakerError) -> Verdict:
+        """An event the Monitor refused (a tool input holding a datetime, a NaN, ...) is made
+        JSON-safe and given again; if it is still refused (or the Monitor failed), the agent goes
+        on: the adapter never stops a run by a fault of its own. Counted in ``observe_errors``."""
+        if isinstance(error, InvalidEventError):
+            try:
+                return self.monitor.observe(json_safe(event))
+            except AgentBreakerError as again:
+                error = again
+        self.observe_errors += 1
+        if self.observe_errors == 1:
+            warnings.warn(f"agentbreaker: an event was not watched ({error.code}: {error})", RuntimeWarning, stacklevel=3)
+        task = event.get("taskId")
+        return {
+            "action": "continue",
+            "reason": None,
+            "message": None,
+            "nudge": None,
+            "taskId": task if isinstance(task, str) else None,
+            "step": 0,
+            "detail": None,
+        }
 
     def _note(self, run: Run, verdict: Verdict) -> None:
         self.last_verdict = verdict
@@ -217,5 +276,8 @@ class Watcher:
             run = self._runs.pop(task, None)
         if run is not None and task:
             done: MonitorEvent = {"type": "heartbeat", "taskId": task, "phase": "done"}
-            self.monitor.observe(done)
+            try:
+                self.monitor.observe(done)
+            except AgentBreakerError as error:
+                self._observe_again(dict(done), error)
         return run

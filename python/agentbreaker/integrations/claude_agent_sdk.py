@@ -27,6 +27,7 @@ Needs ``pip install 'agentbreaker[claude-agent-sdk]'`` (Python 3.10 or newer).
 
 from __future__ import annotations
 
+import math
 import re
 from collections import OrderedDict
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, cast
@@ -293,7 +294,7 @@ class SpendTracker:
     def _result(self, message: ResultMessage) -> Optional[Verdict]:
         base, self._base = self._base, None
         cost = message.total_cost_usd
-        if cost is None or cost <= 0:
+        if not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost <= 0:
             return None
         counted = self._spent() - base if base is not None else 0.0
         extra = cost * 100.0 - counted
