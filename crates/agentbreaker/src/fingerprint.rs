@@ -176,12 +176,25 @@ pub struct NormalizedHasher {
     /// The byte before the next word, as things stand.
     last: u8,
     pending_space: bool,
+    /// Names rather than output: words of letters and digits are kept.
+    names: bool,
 }
 
 impl NormalizedHasher {
     /// A new hasher.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A hasher for what an agent asked for (a tool's input) rather than what it got: a word of
+    /// letters and digits (`q1`, `file2.py`, `test_3`) names a thing, so it is kept; numbers
+    /// joined to others (ports, dates, versions), hex ids and durations-like `12ms` forms of
+    /// output do not occur there often, and are normalized as in output.
+    pub fn for_names() -> Self {
+        NormalizedHasher {
+            names: true,
+            ..Self::default()
+        }
     }
 
     /// Adds `text`; the result of several calls is that of their concatenation.
@@ -275,6 +288,9 @@ impl NormalizedHasher {
                     && word[2..].iter().all(u8::is_ascii_hexdigit))
             {
                 self.out.push(b'#');
+            } else if self.names && any & 1 != 0 && !all_digits {
+                // A name with digits in it (`q1`, `file2`).
+                self.out.extend_from_slice(word);
             } else {
                 self.digit_runs(word);
             }
@@ -474,6 +490,17 @@ mod tests {
         parts.write_str("led in 0.4s");
         assert_eq!(parts.finish(), h("pytest -q 3 failed in 0.9s"));
         assert_ne!(h(""), h("x"));
+        // For names (tool inputs), words with digits are kept; ids and joined numbers are not.
+        let n = |t: &str| {
+            let mut h = NormalizedHasher::for_names();
+            h.write_str(t);
+            h.finish()
+        };
+        assert_ne!(n("search q1"), n("search q2"));
+        assert_ne!(n("cat file1.py"), n("cat file2.py"));
+        assert_eq!(n("curl localhost:8080/x"), n("curl localhost:8081/x"));
+        assert_eq!(n("show 5f3a9c2e81"), n("show 77b1e0c4d2"));
+        assert_eq!(h("results for q1"), h("results for q2"));
     }
 
     #[test]

@@ -428,7 +428,7 @@ impl Task {
         } else {
             0
         };
-        let mut action = NormalizedHasher::new();
+        let mut action = NormalizedHasher::for_names();
         action.write_str(name);
         action.write_str(":");
         hash_value(&mut action, input, 0);
