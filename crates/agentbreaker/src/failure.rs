@@ -21,7 +21,7 @@ use crate::persist;
 use crate::state::State;
 #[cfg(feature = "redis")]
 pub use crate::store::StoreStatus;
-use crate::store::{DEFAULT_STORE_TIMEOUT_MS, MAX_STORE_TIMEOUT_MS, StoreFailure, StoreUrl};
+use crate::store::{DEFAULT_STORE_TIMEOUT_MS, StoreFailure, StoreUrl};
 use crate::text::cap_error;
 
 #[cfg(feature = "redis")]
@@ -140,34 +140,12 @@ impl FailureConfig {
     }
 
     fn validate_store(&self) -> Result<()> {
-        if !(1..=MAX_STORE_TIMEOUT_MS).contains(&self.store_timeout_ms) {
-            return Err(Error::config(format_args!(
-                "storeTimeoutMs must be from 1 to {MAX_STORE_TIMEOUT_MS}"
-            )));
-        }
-        let Some(url) = &self.store else {
-            if self.key.is_some() {
-                return Err(Error::config(
-                    "key names the shared state in a store: it needs store",
-                ));
-            }
-            return Ok(());
-        };
-        if !cfg!(feature = "redis") {
-            return Err(Error::config(
-                "store needs agentbreaker built with the `redis` feature",
-            ));
-        }
-        url.validate()?;
-        match &self.key {
-            None => {
-                return Err(Error::config(
-                    "store needs key (the key prefix of the shared state)",
-                ));
-            }
-            Some(key) => crate::store::validate_key(key)?,
-        }
-        if self.state_path.is_some() {
+        crate::store::validate_store_keys(
+            self.store.as_ref(),
+            self.key.as_deref(),
+            self.store_timeout_ms,
+        )?;
+        if self.store.is_some() && self.state_path.is_some() {
             return Err(Error::config(
                 "statePath and store exclude each other: with store the state lives in the store",
             ));
