@@ -969,6 +969,42 @@ impl FailureBreaker {
         }
     }
 
+    /// [`FailureBreaker::try_acquire`] when it can answer without waiting for the store; `None`
+    /// (and nothing done) when it may have to (a store-backed breaker outside CLOSED as far as
+    /// this process knows). Bindings answer the hot path with it while holding their language's
+    /// lock and release the lock for `try_acquire` when it says `None`. Without a store it is
+    /// `try_acquire` (a `statePath` breaker may write its file: bindings release their lock for
+    /// it anyway).
+    #[inline]
+    pub fn try_acquire_without_waiting(&self) -> Option<Result<Permission>> {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            return shared.closed().then_some(Ok(Permission {
+                allowed: true,
+                message: None,
+            }));
+        }
+        Some(self.try_acquire())
+    }
+
+    /// [`FailureBreaker::record_success`] when it needs no round trip to the store: `false`
+    /// (and nothing recorded) when it may (a store-backed breaker with failures pending or
+    /// outside CLOSED as far as this process knows). See
+    /// [`FailureBreaker::try_acquire_without_waiting`].
+    #[inline]
+    pub fn record_success_without_waiting(&self) -> bool {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            if !shared.idle() {
+                return false;
+            }
+            self.fast.successes.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        self.record_success();
+        true
+    }
+
     /// With a store: CLOSED as far as this process knows (a permission needs no round trip).
     #[inline]
     fn shared_closed(&self) -> bool {
