@@ -14,24 +14,31 @@
 #                           conformance run gets one from tools/with_redis.sh.
 #   make test-python-redis  the same from Python: FailureBreaker(store=..., key=...) and
 #                           Monitor(store=..., key=...), the GIL released for every round trip, the
-#                           password never shown (python/tests/test_redis.py), and the Python
-#                           conformance runner with the `failure` part's state in Redis
+#                           password never shown (python/tests/test_redis.py), the Python
+#                           conformance runner with the `failure` part's state in Redis, and a
+#                           smoke run of bench-python-redis
 #   make lint-redis         clippy of the core without the `redis` feature (warnings are errors)
 #   make reliability-redis  the long forms: 8 x 100 000 outcomes, 10 rounds of faults, the store
 #                           tests 5 times over
 #   make bench-redis        the store's throughput across 8 processes beside redis-benchmark's
 #                           EVALSHA rate on the same server: target/bench/redis.jsonl
+#   make bench-python-redis a guarded call from Python through a Redis-backed FailureBreaker
+#                           beside pybreaker with CircuitRedisStorage (redis-py) on the same
+#                           server: target/bench/python-redis.jsonl
+#   make test-c-redis       the store keys of the C config JSON against a real server
+#                           (tests/c/redis_test.c, under valgrind)
 
-TEST_TARGETS += test-redis test-python-redis
+TEST_TARGETS += test-redis test-python-redis test-c-redis
 LINT_TARGETS += lint-redis
 RELIABILITY_TARGETS += reliability-redis
-BENCH_TARGETS += bench-redis
+BENCH_TARGETS += bench-redis bench-python-redis
 
 FLEET_OUTCOMES ?= 100000
 FAULT_ROUNDS ?= 10
 STORE_REPEATS ?= 5
 
-.PHONY: test-redis test-python-redis lint-redis reliability-redis bench-redis
+.PHONY: test-redis test-python-redis test-c-redis lint-redis reliability-redis bench-redis \
+	bench-python-redis
 
 test-redis:
 	$(call apt_install,redis-server openssl)
@@ -49,7 +56,16 @@ test-python-redis: python-test-env
 	$(call apt_install,redis-server)
 	AGENTBREAKER_REDIS_TESTS=1 $(PY_TEST_PY) $(PY_PYTEST) $(PY_DIR)/tests/test_redis.py
 	tools/with_redis.sh sh -c 'AGENTBREAKER_CONFORMANCE_STORE=$$AGENTBREAKER_REDIS_URL \
-	  $(PY_TEST_PY) $(PY_PYTEST) $(PY_DIR)/tests/test_conformance.py -k failure/'
+	  $(PY_TEST_PY) $(PY_PYTEST) $(PY_DIR)/tests/test_conformance.py -k failure/ && \
+	  $(PY_TEST_PY) $(PY_DIR)/bench/bench_python.py --smoke --redis $$AGENTBREAKER_REDIS_URL \
+	  --out $(PY_TEST_VENV)/bench-redis-smoke.jsonl'
+
+## c-deps, c-lib and the C variables: mk/c.mk.
+test-c-redis: c-deps c-lib
+	$(call apt_install,redis-server)
+	mkdir -p $(C_BIN)
+	$(CC) $(C_CFLAGS) $(C_TESTS)/redis_test.c -o $(C_BIN)/redis_test $(C_DYNAMIC) $(C_TEST_LIBS)
+	tools/with_redis.sh $(C_VALGRIND) $(C_BIN)/redis_test
 
 lint-redis:
 	$(CARGO) clippy -p agentbreaker --no-default-features --all-targets -- -D warnings
@@ -73,3 +89,11 @@ bench-redis:
 	mkdir -p target/bench
 	tools/with_redis.sh env AGENTBREAKER_BENCH_OUT=$(CURDIR)/target/bench/redis.jsonl \
 	  $(CARGO) bench -p agentbreaker --bench redis
+
+## python-bench-env (mk/python.mk): the release wheel, pybreaker and redis-py.
+bench-python-redis: python-bench-env
+	$(call apt_install,redis-server)
+	mkdir -p target/bench
+	tools/with_redis.sh sh -c '$(PY_BENCH_PY) -I $(PY_DIR)/bench/bench_python.py \
+	  --redis $$AGENTBREAKER_REDIS_URL --out target/bench/python-redis.jsonl'
+

@@ -498,7 +498,9 @@ impl Monitor {
         *self.lock() = Inner::default();
     }
 
-    crate::events::listener_methods!("`verdict` (every warning and halt)");
+    crate::events::listener_methods!(
+        "`verdict` (every warning and halt) and, with a store, `warning` (its outages)"
+    );
 }
 
 #[cfg(test)]
