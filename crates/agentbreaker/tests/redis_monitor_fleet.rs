@@ -13,7 +13,9 @@
 //! - `faults_during_a_fleet_run`: the processes keep sending events (storeTimeoutMs 50) while the
 //!   server has its scripts flushed, is paused with SIGSTOP, killed and restarted: no process
 //!   crashes or errs, no event takes much longer than the timeout, each outage is announced at
-//!   most once per process, and every process is back on the shared counters at the end.
+//!   most once per process, and every process is back on the shared counters at the end. The
+//!   workers pause 0.2 ms between events: eight processes spinning on two cores would measure the
+//!   scheduler's run queue (hundreds of ms), not the timeout.
 //!
 //! The workers are this test binary started again with `AGENTBREAKER_FLEET_WORKER` set.
 //! `AGENTBREAKER_FLEET_OUTCOMES` sets the events per process (default 10 000; `make
@@ -356,6 +358,9 @@ fn chaos_worker(m: &Monitor, id: u64, heard: &Arc<Mutex<BTreeMap<String, u64>>>)
             m.status();
             slowest = slowest.max(t.elapsed());
         }
+        // An agent between events (and room on two cores for the server and 7 other workers:
+        // eight processes spinning would measure the scheduler's queue, not the timeout).
+        std::thread::sleep(Duration::from_micros(200));
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     while m.store_status().unwrap().mode != StoreMode::Shared && Instant::now() < deadline {
