@@ -267,7 +267,10 @@ ab_status ab_manual_clock_now(const ab_manual_clock *clock, uint64_t *out_ms);
  * Creates a FailureBreaker from a JSON config with the SPEC's camelCase keys
  * (`{"failureThreshold": 5, "cooldownMs": 30000, ...}`; NULL or `"{}"` = the seed's defaults)
  * reading time from `clock` (NULL = the system clock). With `statePath` the state file is loaded
- * now (a corrupt file is `AB_ERR_INVALID_SNAPSHOT`).
+ * now (a corrupt file is `AB_ERR_INVALID_SNAPSHOT`). With `"store": "redis://..."` and `"key"`
+ * (and `"storeTimeoutMs"`, `"storeFailure"`) the state lives in Redis, one circuit for every
+ * breaker on the key (docs/distributed.md); construction then waits at most `storeTimeoutMs`
+ * for it (`AB_ERR_IO` when the server refuses the credentials or the key holds another type).
  *
  * Errors: `AB_ERR_INVALID_CONFIG` (not JSON, unknown key, wrong type, out of range),
  * `AB_ERR_INVALID_SNAPSHOT`, `AB_ERR_IO`.
@@ -380,6 +383,17 @@ ab_status ab_failure_breaker_get_status(const ab_failure_breaker *breaker, char 
  * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_failure_breaker_metrics(const ab_failure_breaker *breaker, char **out_json);
+
+/**
+ * Writes where the state lives as JSON to `*out_json`: with a `store` in the config,
+ * `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
+ * `"refusing"`; the URL without its password); `null` without a store.
+ *
+ * # Safety
+ *
+ * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ */
+ab_status ab_failure_breaker_store_status(const ab_failure_breaker *breaker, char **out_json);
 
 /**
  * Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
@@ -935,7 +949,10 @@ ab_status ab_loop_remove_listener(const ab_loop *agent_loop, uint64_t id, bool *
  * Creates a Monitor from a JSON config (`{"profile": "coding-agent", "failure": {...},
  * "stagnation": {...}, "budget": {...}, "toolLimits": {"web_fetch": 20}, "warnBefore": 2,
  * "budgetWarnPercent": 80}`; NULL = the defaults, the `coding-agent` profile) reading time from
- * `clock` (NULL = the system clock).
+ * `clock` (NULL = the system clock). With `"store": "redis://..."` and `"key"` (and
+ * `"storeTimeoutMs"`, `"storeFailure"`), each task's budget counters are shared through Redis
+ * by every monitor on the key (docs/distributed.md); construction then waits at most
+ * `storeTimeoutMs` for it (`AB_ERR_IO` when the server refuses the credentials).
  *
  * # Safety
  *
@@ -987,13 +1004,24 @@ ab_status ab_monitor_tick(const ab_monitor *monitor, char **out_json);
  * Writes where every task and rule stands as JSON to `*out_json`: `{"profile", "tasks":
  * [{"taskId", "steps", "toolCalls", "toolCallsByName", "spendCents", "durationSecs",
  * "idleSecs", "rules": {slug: {"count", "threshold"}}, "halted", "halt", "unpairedResults"}],
- * "stack", "ignoredEvents"}`.
+ * "stack", "ignoredEvents"}` (and, with a store, `"store"`: as `ab_monitor_store_status`).
  *
  * # Safety
  *
  * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
  */
 ab_status ab_monitor_status(const ab_monitor *monitor, char **out_json);
+
+/**
+ * Writes where the budget counters live as JSON to `*out_json`: with a `store` in the config,
+ * `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
+ * `"refusing"`; the URL without its password); `null` without a store.
+ *
+ * # Safety
+ *
+ * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+ */
+ab_status ab_monitor_store_status(const ab_monitor *monitor, char **out_json);
 
 /**
  * Writes everything needed to continue later (in another process too) as JSON to `*out_json`:

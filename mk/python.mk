@@ -61,7 +61,7 @@ BENCH_TARGETS += bench-python bench-python-integrations
 RELIABILITY_TARGETS += test-python-panic test-python-bad-input
 
 .PHONY: test-python test-python-panic test-python-bad-input python-test-env lint-python \
-	python-wheel bench-python test-python-integrations python-integrations-env \
+	python-wheel bench-python python-bench-env test-python-integrations python-integrations-env \
 	bench-python-integrations python-integrations-check test-python-integrations-oldest
 
 $(PY_BUILD_VENV)/bin/maturin: $(PY_DIR)/requirements-build.txt
@@ -115,15 +115,20 @@ lint-python:
 	$(CARGO) clippy -p agentbreaker-python -- -D warnings
 	$(CARGO) clippy -p agentbreaker-python --features test-panic -- -D warnings
 
-## Benchmarks (issue 9): a release wheel, pybreaker and loopguard in one environment; ours and the
-## peers measured interleaved in one process. Writes target/bench/python.jsonl.
-bench-python: $(PY_BUILD_VENV)/bin/maturin
+## The benchmark environment: a release wheel beside pybreaker, loopguard and redis-py
+## (requirements-bench.txt) in a fresh virtual environment (bench-python-redis in mk/redis.mk
+## uses it too).
+python-bench-env: $(PY_BUILD_VENV)/bin/maturin
 	rm -rf $(PY_BENCH_DIR)
 	cd $(PY_DIR) && .venv-build/bin/maturin build --release --quiet \
 	  --interpreter .venv-build/bin/python --out $(CURDIR)/$(PY_BENCH_DIR)/dist
 	$(PYTHON) -m venv $(PY_BENCH_DIR)/venv
 	$(PY_BENCH_PY) $(PY_PIP) -r $(PY_DIR)/requirements-bench.txt
 	$(PY_BENCH_PY) $(PY_PIP) --no-index $(PY_BENCH_DIR)/dist/agentbreaker-*.whl
+
+## Benchmarks (issue 9): a release wheel, pybreaker and loopguard in one environment; ours and the
+## peers measured interleaved in one process. Writes target/bench/python.jsonl.
+bench-python: python-bench-env
 	$(PY_BENCH_PY) -I $(PY_DIR)/bench/bench_python.py --out target/bench/python.jsonl
 
 ## Not part of `make test` (a few minutes): the suite's mutation check (tools/mutate_scenarios.py)

@@ -41,6 +41,7 @@ __all__ = [
     "LoopStatus",
     "MonitorConfig",
     "MonitorEvent",
+    "MonitorFailureConfig",
     "MonitorSnapshot",
     "MonitorStatus",
     "MonitorTaskStatus",
@@ -56,6 +57,9 @@ __all__ = [
     "StagnationStatus",
     "State",
     "StateChangeEvent",
+    "StoreFailure",
+    "StoreMode",
+    "StoreStatus",
     "TaskSnapshot",
     "Verdict",
     "VerdictAction",
@@ -68,6 +72,23 @@ State = Literal["CLOSED", "HALF_OPEN", "OPEN"]
 
 ErrorMatch = Literal["exact", "normalized", "template", "key_line"]
 """How error texts are compared (SPEC 6)."""
+
+StoreFailure = Literal["open", "closed"]
+"""What a store-backed object does while its store is unreachable (SPEC 12)."""
+
+StoreMode = Literal["shared", "local", "refusing"]
+"""Where a store-backed object's state lives right now (SPEC 12)."""
+
+
+class StoreStatus(TypedDict):
+    """``store_status()`` of a FailureBreaker or Monitor with ``store`` (docs/distributed.md)."""
+
+    url: str
+    """The store URL without its password."""
+    key: str
+    mode: StoreMode
+    outages: int
+    lastError: Optional[str]
 
 ExitReason = Literal[
     "completed",
@@ -140,6 +161,10 @@ class FailureConfig(TypedDict):
     probeTimeoutMs: int
     errorMatch: ErrorMatch
     statePath: Optional[str]
+    store: Optional[str]
+    key: Optional[str]
+    storeTimeoutMs: int
+    storeFailure: StoreFailure
 
 
 # --- StagnationBreaker (SPEC 3) ------------------------------------------------------------
@@ -413,11 +438,16 @@ class MonitorTaskStatus(TypedDict):
     unpairedResults: int
 
 
-class MonitorStatus(TypedDict):
+class _MonitorStatusBase(TypedDict):
     profile: str
     tasks: List[MonitorTaskStatus]
     stack: List[str]
     ignoredEvents: int
+
+
+class MonitorStatus(_MonitorStatusBase, total=False):
+    store: StoreStatus
+    """Only with ``store``: where the budget counters live now."""
 
 
 class MonitorSnapshot(TypedDict):
@@ -429,14 +459,34 @@ class MonitorSnapshot(TypedDict):
     lastEventAt: Optional[int]
 
 
+class MonitorFailureConfig(TypedDict):
+    """A Monitor's ``failure`` section: a FailureConfig without its store keys (a Monitor's store
+    is at the top level of its config)."""
+
+    failureThreshold: int
+    warningThreshold: Optional[int]
+    cooldownMs: int
+    backoffMultiplier: float
+    maxCooldownMs: int
+    identicalErrorThreshold: int
+    historyLimit: int
+    halfOpenMaxProbes: int
+    probeTimeoutMs: int
+    errorMatch: ErrorMatch
+
+
 class MonitorConfig(TypedDict):
     profile: str
-    failure: FailureConfig
+    failure: MonitorFailureConfig
     stagnation: StagnationConfig
     budget: BudgetConfig
     toolLimits: Dict[str, int]
     warnBefore: int
     budgetWarnPercent: int
+    store: Optional[str]
+    key: Optional[str]
+    storeTimeoutMs: int
+    storeFailure: StoreFailure
 
 
 # --- Events (SPEC 8) -----------------------------------------------------------------------

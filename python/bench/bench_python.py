@@ -20,6 +20,16 @@ Peers:
 
 `--smoke` runs every contender a few hundred times and checks the outcome, without timing
 anything that matters (`make test-python` runs it, so this file cannot rot unnoticed).
+
+`--redis URL` (`make bench-python-redis`, a redis-server from tools/with_redis.sh) measures instead
+the breakers whose state lives in Redis (SPEC 12), on that server, in this one process:
+- a guarded no-op call through `FailureBreaker(store=URL, key=...)` beside pybreaker's
+  `CircuitBreaker(state_storage=CircuitRedisStorage(...))` with a redis-py client on the same
+  server (issue 19: at least 5 times cheaper). In CLOSED ours answers from its view of the shared
+  state (kept current by pub/sub) with no round trip; pybreaker reads the state from Redis on
+  every call and writes the counter on every success.
+- a guarded call that fails (the threshold out of reach): ours is one script call; pybreaker's
+  failure path is several commands.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import loopguard
 import pybreaker
+import redis
 
 import agentbreaker as ab
 
@@ -322,6 +333,100 @@ def monitor_observe() -> Tuple[List[Contender], Callable[[List[Contender]], List
     return contenders, rows
 
 
+class Boom(Exception):
+    """What the failing guarded call raises."""
+
+
+def boom() -> None:
+    raise Boom("tool server down")
+
+
+def redis_guarded_calls(url: str) -> List[Tuple[List[Contender], Callable[[List[Contender]], List[Dict[str, Any]]]]]:
+    """The groups of `--redis URL`: breakers with their state in Redis, ours beside pybreaker's
+    CircuitRedisStorage, each on a key of its own on the same server."""
+    stamp = f"{time.time_ns()}"
+    client = redis.Redis.from_url(url)  # pybreaker needs bytes replies (no decode_responses)
+
+    def pybreaker_on_redis(name: str, fail_max: int) -> pybreaker.CircuitBreaker:
+        storage = pybreaker.CircuitRedisStorage(
+            pybreaker.STATE_CLOSED, client, namespace=f"bench:{stamp}:{name}"
+        )
+        return pybreaker.CircuitBreaker(fail_max=fail_max, state_storage=storage)
+
+    def ours_on_redis(name: str, threshold: int) -> ab.FailureBreaker:
+        return ab.FailureBreaker(
+            store=url, key=f"bench:{stamp}:{name}", failure_threshold=threshold,
+            store_timeout_ms=1000,
+        )
+
+    def shared(b: ab.FailureBreaker) -> bool:
+        status = b.store_status()
+        return status is not None and status["mode"] == "shared" and status["outages"] == 0
+
+    # A guarded no-op call in CLOSED.
+    ours_breaker = ours_on_redis("ok", 5)
+    ours = ours_breaker(noop)
+    pyb = pybreaker_on_redis("ok", 5)
+    theirs = pyb(noop)
+
+    def check_ours() -> None:
+        m = ours_breaker.metrics()
+        expect(ours_breaker.state == "CLOSED" and m["totalSuccesses"] > 0, "ours left CLOSED")
+        expect(shared(ours_breaker), f"ours lost the store: {ours_breaker.store_status()}")
+
+    def check_pybreaker() -> None:
+        expect(pyb.current_state == "closed" and pyb.fail_counter == 0, "pybreaker left CLOSED")
+
+    no_op = [
+        Contender("ours", loop_of(ours), check_ours),
+        Contender("pybreaker + CircuitRedisStorage", loop_of(theirs), check_pybreaker),
+    ]
+
+    def no_op_rows(cs: List[Contender]) -> List[Dict[str, Any]]:
+        o, p = cs
+        return [row("guarded no-op call, state in Redis", o, p, min_ratio=5,
+                    note="@breaker with store= vs @CircuitBreaker(state_storage=CircuitRedisStorage)"
+                         "; local redis-server")]
+
+    # A guarded call that fails, the threshold out of reach: each failure is recorded in Redis.
+    ours_failing_breaker = ours_on_redis("fail", 2**31)
+    ours_failing = ours_failing_breaker(boom)
+    pyb_failing = pybreaker_on_redis("fail", 2**31)
+    theirs_failing = pyb_failing(boom)
+
+    def failing(f: Callable[[], object]) -> Callable[[], None]:
+        def call() -> None:
+            try:
+                f()
+            except Boom:
+                pass
+
+        return call
+
+    def check_ours_failing() -> None:
+        m = ours_failing_breaker.metrics()
+        expect(ours_failing_breaker.state == "CLOSED" and m["totalFailures"] > 0, "ours opened")
+        expect(shared(ours_failing_breaker), "ours lost the store")
+
+    def check_pybreaker_failing() -> None:
+        expect(pyb_failing.current_state == "closed" and pyb_failing.fail_counter > 0,
+               "pybreaker opened or counted nothing")
+
+    fails = [
+        Contender("ours", loop_of(failing(ours_failing)), check_ours_failing),
+        Contender("pybreaker + CircuitRedisStorage", loop_of(failing(theirs_failing)),
+                  check_pybreaker_failing),
+    ]
+
+    def fail_rows(cs: List[Contender]) -> List[Dict[str, Any]]:
+        o, p = cs
+        return [row("guarded call that fails, state in Redis", o, p,
+                    note="each failure recorded in Redis (threshold out of reach); local "
+                         "redis-server")]
+
+    return [(no_op, no_op_rows), (fails, fail_rows)]
+
+
 def row(
     operation: str,
     ours: Contender,
@@ -348,11 +453,17 @@ def main() -> None:
     ap.add_argument("--out", default="target/bench/python.jsonl")
     ap.add_argument("--seconds", type=float, default=0.3, help="length of one repetition")
     ap.add_argument("--smoke", action="store_true", help="run every contender briefly; no timing")
+    ap.add_argument("--redis", metavar="URL",
+                    help="measure the Redis-backed breakers on this server instead")
     args = ap.parse_args()
 
+    groups = (
+        redis_guarded_calls(args.redis)
+        if args.redis
+        else [group() for group in (guarded_call, allow_and_record, ours_only, monitor_observe)]
+    )
     lines: List[str] = []
-    for group in (guarded_call, allow_and_record, ours_only, monitor_observe):
-        contenders, rows = group()
+    for contenders, rows in groups:
         if args.smoke:
             smoke(contenders)
         else:

@@ -5,6 +5,11 @@ One test per scenario file under ``AGENTBREAKER_CONFORMANCE_DIR`` (default: the 
 Python API (keyword-argument constructors, snake_case methods, the ``@breaker`` decorator for
 guarded calls); results are partial-matched as the suite's README says. An unknown top-level key,
 subject, op, step key or argument fails the test rather than being skipped.
+
+``AGENTBREAKER_CONFORMANCE_STORE`` set to a Redis URL runs every ``failure`` scenario with its
+state in that store (SPEC 12; ``make test-redis``), each on a key prefix of its own, as the Rust
+runner does: after the last step a second breaker on the same key must see the same status, and
+the store must have stayed reachable throughout.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import json
 import math
 import os
 import re
+import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -41,6 +47,16 @@ def _name(path: Path) -> str:
 
 
 FILES = _scenario_files()
+
+STORE = os.environ.get("AGENTBREAKER_CONFORMANCE_STORE") or None
+"""A Redis URL: the ``failure`` scenarios run with their state in it."""
+
+
+def store_keywords(path: Path) -> Dict[str, Any]:
+    """``store``, a key prefix of the scenario's own (new in every run) and a generous
+    ``store_timeout_ms`` (a busy machine must not turn a slow answer into an outage)."""
+    key = f"conformance-py:{os.getpid()}:{time.time_ns()}:{path.stem}"
+    return {"store": STORE, "key": key, "store_timeout_ms": 5000}
 
 
 class ScenarioError(AssertionError):
@@ -327,17 +343,24 @@ def env_ops() -> Dict[str, Op]:
     return {"configFromEnv": config_from_env}
 
 
-def build(subject: str, config: Dict[str, Any], clock: ab.ManualClock, events: List[Any]) -> Dict[str, Op]:
-    """Builds the subject through its constructor and returns its ops."""
+def build(
+    subject: str,
+    config: Dict[str, Any],
+    clock: ab.ManualClock,
+    events: List[Any],
+    store: Optional[Dict[str, Any]] = None,
+) -> Tuple[Dict[str, Op], Any]:
+    """Builds the subject through its constructor and returns its ops and the object (with
+    ``store``, the FailureBreaker gets those keywords too)."""
     if subject in ("analyzer", "env"):
         if config:
             raise ScenarioError(f"{subject} takes no config")
-        return analyzer_ops() if subject == "analyzer" else env_ops()
+        return (analyzer_ops() if subject == "analyzer" else env_ops()), None
     kwargs = keywords(config)
     source: Any
     ops: Dict[str, Op]
     if subject == "failure":
-        source = ab.FailureBreaker(clock=clock, **kwargs)
+        source = ab.FailureBreaker(clock=clock, **kwargs, **(store or {}))
         ops = failure_ops(source)
     elif subject == "stagnation":
         source = ab.StagnationBreaker(clock=clock, **kwargs)
@@ -360,7 +383,7 @@ def build(subject: str, config: Dict[str, Any], clock: ab.ManualClock, events: L
     else:
         raise ScenarioError(f"unknown subject {subject!r}")
     source.add_listener(events.append)
-    return ops
+    return ops, source
 
 
 # --- running -----------------------------------------------------------------------------------
@@ -421,8 +444,9 @@ def run_scenario(path: Path, tmp: Path) -> None:
     events: List[Any] = []
     config = substitute_tmp(scenario.get("config") or {}, tmp)
     config_error = scenario.get("configError")
+    store = store_keywords(path) if STORE and scenario["subject"] == "failure" else None
     try:
-        ops = build(scenario["subject"], config, clock, events)
+        ops, source = build(scenario["subject"], config, clock, events, store)
     except ab.AgentBreakerError as e:
         if config_error is None:
             raise ScenarioError(f"construction failed: {type(e).__name__} ({e.code}): {e}") from e
@@ -436,6 +460,22 @@ def run_scenario(path: Path, tmp: Path) -> None:
             run_step(ops, step, clock, events, tmp)
         except ScenarioError as e:
             raise ScenarioError(f"step {i} ({step.get('op')}): {e}") from e
+    if store is not None:
+        check_shared(source, config, clock, store)
+
+
+def check_shared(
+    breaker: ab.FailureBreaker, config: Dict[str, Any], clock: ab.ManualClock, store: Dict[str, Any]
+) -> None:
+    """The state really is in the store: a second breaker on the key sees the same status, and
+    the store never went away during the scenario."""
+    status = breaker.store_status()
+    if status is None or status["mode"] != "shared" or status["outages"] != 0:
+        raise ScenarioError(f"the store was not reachable throughout: {status!r}")
+    twin = ab.FailureBreaker(clock=clock, **keywords(config), **store)
+    mine, theirs = breaker.get_status(), twin.get_status()
+    if mine != theirs:
+        raise ScenarioError(f"a second breaker on the same key sees another status:\n{mine!r}\n{theirs!r}")
 
 
 @pytest.mark.parametrize("path", FILES, ids=[_name(p) for p in FILES])

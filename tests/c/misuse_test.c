@@ -43,6 +43,7 @@ static void null_handles_are_null_arg(void) {
     CHECK_STATUS(ab_failure_breaker_state(NULL, &state), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_failure_breaker_get_status(NULL, &json), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_failure_breaker_metrics(NULL, &json), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_failure_breaker_store_status(NULL, &json), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_failure_breaker_reset(NULL), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_failure_breaker_snapshot(NULL, &json), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_failure_breaker_restore(NULL, "{}"), AB_ERR_NULL_ARG);
@@ -88,6 +89,7 @@ static void null_handles_are_null_arg(void) {
     CHECK_STARTS_WITH(ab_last_error_message(), "NULL_ARG: monitor must not be NULL");
     CHECK_STATUS(ab_monitor_tick(NULL, &json), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_monitor_status(NULL, &json), AB_ERR_NULL_ARG);
+    CHECK_STATUS(ab_monitor_store_status(NULL, &json), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_monitor_snapshot(NULL, &json), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_monitor_restore(NULL, "{}"), AB_ERR_NULL_ARG);
     CHECK_STATUS(ab_monitor_reset(NULL), AB_ERR_NULL_ARG);

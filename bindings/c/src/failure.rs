@@ -29,7 +29,10 @@ pub type ab_guarded_fn = Option<unsafe extern "C" fn(user_data: *mut c_void) -> 
 /// Creates a FailureBreaker from a JSON config with the SPEC's camelCase keys
 /// (`{"failureThreshold": 5, "cooldownMs": 30000, ...}`; NULL or `"{}"` = the seed's defaults)
 /// reading time from `clock` (NULL = the system clock). With `statePath` the state file is loaded
-/// now (a corrupt file is `AB_ERR_INVALID_SNAPSHOT`).
+/// now (a corrupt file is `AB_ERR_INVALID_SNAPSHOT`). With `"store": "redis://..."` and `"key"`
+/// (and `"storeTimeoutMs"`, `"storeFailure"`) the state lives in Redis, one circuit for every
+/// breaker on the key (docs/distributed.md); construction then waits at most `storeTimeoutMs`
+/// for it (`AB_ERR_IO` when the server refuses the credentials or the key holds another type).
 ///
 /// Errors: `AB_ERR_INVALID_CONFIG` (not JSON, unknown key, wrong type, out of range),
 /// `AB_ERR_INVALID_SNAPSHOT`, `AB_ERR_IO`.
@@ -241,6 +244,26 @@ pub unsafe extern "C" fn ab_failure_breaker_metrics(
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
     unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.metrics())) }
+}
+
+/// Writes where the state lives as JSON to `*out_json`: with a `store` in the config,
+/// `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
+/// `"refusing"`; the URL without its password); `null` without a store.
+///
+/// # Safety
+///
+/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_failure_breaker_store_status(
+    breaker: *const ab_failure_breaker,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::json_out(breaker, "breaker", out_json, |b| {
+            Ok(b.breaker.store_status())
+        })
+    }
 }
 
 /// Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.

@@ -26,7 +26,10 @@ listener::source!(ab_monitor, monitor);
 /// Creates a Monitor from a JSON config (`{"profile": "coding-agent", "failure": {...},
 /// "stagnation": {...}, "budget": {...}, "toolLimits": {"web_fetch": 20}, "warnBefore": 2,
 /// "budgetWarnPercent": 80}`; NULL = the defaults, the `coding-agent` profile) reading time from
-/// `clock` (NULL = the system clock).
+/// `clock` (NULL = the system clock). With `"store": "redis://..."` and `"key"` (and
+/// `"storeTimeoutMs"`, `"storeFailure"`), each task's budget counters are shared through Redis
+/// by every monitor on the key (docs/distributed.md); construction then waits at most
+/// `storeTimeoutMs` for it (`AB_ERR_IO` when the server refuses the credentials).
 ///
 /// # Safety
 ///
@@ -117,7 +120,7 @@ pub unsafe extern "C" fn ab_monitor_tick(
 /// Writes where every task and rule stands as JSON to `*out_json`: `{"profile", "tasks":
 /// [{"taskId", "steps", "toolCalls", "toolCallsByName", "spendCents", "durationSecs",
 /// "idleSecs", "rules": {slug: {"count", "threshold"}}, "halted", "halt", "unpairedResults"}],
-/// "stack", "ignoredEvents"}`.
+/// "stack", "ignoredEvents"}` (and, with a store, `"store"`: as `ab_monitor_store_status`).
 ///
 /// # Safety
 ///
@@ -129,6 +132,26 @@ pub unsafe extern "C" fn ab_monitor_status(
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
     unsafe { ffi::json_out(monitor, "monitor", out_json, |m| Ok(m.monitor.status())) }
+}
+
+/// Writes where the budget counters live as JSON to `*out_json`: with a `store` in the config,
+/// `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
+/// `"refusing"`; the URL without its password); `null` without a store.
+///
+/// # Safety
+///
+/// `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_monitor_store_status(
+    monitor: *const ab_monitor,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::json_out(monitor, "monitor", out_json, |m| {
+            Ok(m.monitor.store_status())
+        })
+    }
 }
 
 /// Writes everything needed to continue later (in another process too) as JSON to `*out_json`:

@@ -7,7 +7,11 @@
 //! The hot path (permission in CLOSED, a success) holds the GIL: those core calls take well under
 //! a microsecond, never wait for Python and do no I/O, so releasing the GIL would cost more than
 //! it saves. A breaker with `state_path` may write its file on a transition, so its calls release
-//! the GIL, as does recording a failure (the error text is fingerprinted).
+//! the GIL, as does recording a failure (the error text is fingerprinted). A breaker with `store`
+//! answers the hot path from its view of the shared state under the GIL
+//! (`try_acquire_without_waiting`, `record_success_without_waiting`: they never wait) and
+//! releases the GIL for every call that may wait for the store (a round trip of up to
+//! `store_timeout_ms`), as for construction, `get_status`, `snapshot`, `reset` and `restore`.
 
 use agentbreaker::interop::ArgKind;
 use agentbreaker::{Error, FailureConfig, Permission};
@@ -64,20 +68,31 @@ fn callable(func: &Bound<'_, PyAny>, what: &str) -> Result<(), Error> {
 }
 
 impl FailureBreaker {
-    /// A short core call: with the GIL held, unless the breaker may write its state file.
-    fn quick<T: Send>(&self, py: Python<'_>, f: impl Send + FnOnce() -> T) -> PyResult<T> {
-        if self.inner.config().state_path.is_some() {
-            detached(py, f)
-        } else {
-            attached(py, f)
-        }
+    /// The breaker may write its state file on a transition: every call releases the GIL.
+    fn writes_a_file(&self) -> bool {
+        self.inner.config().state_path.is_some()
     }
 
     /// The first half of a guarded call: `CircuitOpenError` with the refusal message, or the
-    /// permission.
+    /// permission. Under the GIL when the core can answer without waiting (always without a
+    /// store), else without it.
     fn acquire(&self, py: Python<'_>) -> PyResult<Permission> {
         let inner = &self.inner;
-        self.quick(py, || inner.try_acquire())?.or_raise(py)
+        if !self.writes_a_file()
+            && let Some(answer) = attached(py, || inner.try_acquire_without_waiting())?
+        {
+            return answer.or_raise(py);
+        }
+        detached(py, || inner.try_acquire())?.or_raise(py)
+    }
+
+    /// Records a success: under the GIL when no round trip to a store is needed.
+    fn success(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = &self.inner;
+        if !self.writes_a_file() && attached(py, || inner.record_success_without_waiting())? {
+            return Ok(());
+        }
+        detached(py, || inner.record_success())
     }
 
     /// Records the outcome of a guarded call: a success when `exception` is None, a failure (with
@@ -86,7 +101,7 @@ impl FailureBreaker {
     fn record_outcome(&self, py: Python<'_>, exception: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let inner = &self.inner;
         match exception {
-            None => self.quick(py, || inner.record_success()),
+            None => self.success(py),
             Some(e) if e.is_instance_of::<PyException>() => {
                 let text = error_text(e);
                 detached(py, || inner.record_failure(&text))
@@ -149,8 +164,7 @@ pymethods_with_listeners!(FailureBreaker {
 
     /// Records a success: the count returns to 0; in HALF_OPEN the circuit closes.
     fn record_success(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = &self.inner;
-        self.quick(py, || inner.record_success())
+        self.success(py)
     }
 
     /// Records a failure with the error's text.
@@ -166,7 +180,18 @@ pymethods_with_listeners!(FailureBreaker {
     /// `(allowed, message)`; after the cooldown this call is the half-open probe.
     fn should_allow_operation<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let inner = &self.inner;
-        match self.quick(py, || inner.should_allow_operation())? {
+        let permission = if self.writes_a_file() {
+            detached(py, || inner.should_allow_operation())?
+        } else if inner.config().store.is_none() {
+            attached(py, || inner.should_allow_operation())?
+        } else {
+            // With a store: the view's CLOSED answer under the GIL, anything else without it.
+            match attached(py, || inner.try_acquire_without_waiting())? {
+                Some(Ok(permission)) => permission,
+                _ => detached(py, || inner.should_allow_operation())?,
+            }
+        };
+        match permission {
             Permission {
                 allowed: true,
                 message: None,
@@ -290,6 +315,13 @@ pymethods_with_listeners!(FailureBreaker {
     #[getter]
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, self.inner.config())
+    }
+
+    /// With `store`: `{url, key, mode, outages, lastError}` (where the state lives now —
+    /// `"shared"`, `"local"` or `"refusing"` — the URL without its password, the key, the
+    /// outages so far and the last error); `None` without a store.
+    fn store_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.store_status())
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {

@@ -1,5 +1,6 @@
 //! `Monitor` (contract section 11, docs/monitor.md): one agent watched event by event, every
-//! event answered with a verdict dict.
+//! event answered with a verdict dict. Every call that may wait for a store (construction,
+//! `observe`, `tick`) releases the GIL.
 
 use agentbreaker::interop::ArgKind;
 use agentbreaker::{MonitorConfig, Rule, Verdict, VerdictAction};
@@ -72,10 +73,13 @@ pymethods_with_listeners!(Monitor {
     ) -> PyResult<Self> {
         boundary(py, || {
             let clock = clock::from_keyword(clock).or_raise(py)?;
-            let inner = config_from_arguments(config, options)
+            let config = config_from_arguments(config, options)
                 .and_then(|c| MonitorConfig::from_json(&c))
-                .and_then(|c| agentbreaker::Monitor::with_clock(c, clock))
                 .or_raise(py)?;
+            // With `store` this connects (at most `store_timeout_ms`): without the GIL.
+            let inner = detached_result(py, move || {
+                agentbreaker::Monitor::with_clock(config, clock)
+            })?;
             Ok(Monitor {
                 inner,
                 listeners: PyListeners::default(),
@@ -174,7 +178,15 @@ pymethods_with_listeners!(Monitor {
         })
     }
 
-    /// Forgets every task and counter; the configuration stays.
+    /// With `store`: `{url, key, mode, outages, lastError}` (where the budget counters live now
+    /// — `"shared"`, `"local"` or `"refusing"` — the URL without its password, the key, the
+    /// outages so far and the last error); `None` without a store.
+    fn store_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.store_status())
+    }
+
+    /// Forgets every task and counter of this process (with `store`, the shared counters stay);
+    /// the configuration stays.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
         let inner = &self.inner;
         detached(py, || inner.reset())

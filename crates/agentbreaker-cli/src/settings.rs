@@ -274,16 +274,26 @@ impl Settings {
     }
 
     /// The Monitor's configuration: the profile's sections after every layer, the per-tool limits
-    /// and the warning ladder.
+    /// and the warning ladder. The `[failure]` section's store and state file are the
+    /// FailureBreaker's: the Monitor keeps its counters in the process.
     pub fn monitor_config(&self) -> MonitorConfig {
         MonitorConfig {
             profile: self.profile.to_string(),
-            failure: self.failure.clone(),
+            failure: agentbreaker::FailureConfig {
+                store: None,
+                key: None,
+                state_path: None,
+                ..self.failure.clone()
+            },
             stagnation: self.stagnation.clone(),
             budget: self.budget.clone(),
             tool_limits: self.tool_limits.clone(),
             warn_before: self.warn_before,
             budget_warn_percent: self.budget_warn_percent,
+            store: None,
+            key: None,
+            store_timeout_ms: agentbreaker::store::DEFAULT_STORE_TIMEOUT_MS,
+            store_failure: agentbreaker::StoreFailure::Open,
         }
     }
 

@@ -7,12 +7,16 @@
 //!   throughput within 2x of it;
 //! - the same from 1 process and 1 client (the cost of one round trip through the breaker);
 //! - a guarded no-op call in CLOSED through a Redis-backed breaker (no round trip) beside the
-//!   same call through a local breaker.
+//!   same call through a local breaker;
+//! - a Monitor's `tool_use` events with the budget counters in Redis (each a round trip running
+//!   the `count` script): 8 processes on one task of one key beside redis-benchmark's EVALSHA of
+//!   the same script from 8 clients, and one process beside the same events through a local
+//!   Monitor.
 //!
 //! `make bench-redis` runs it beside a throw-away server (`AGENTBREAKER_REDIS_URL`);
-//! `AGENTBREAKER_BENCH_OUTCOMES` sets the failures per process (default 20 000).
+//! `AGENTBREAKER_BENCH_OUTCOMES` sets the failures (and events) per process (default 20 000).
 //! The Python row of the issue (a guarded call from Python beside pybreaker's
-//! CircuitRedisStorage) waits for the binding's store keys.
+//! CircuitRedisStorage) is `make bench-python-redis`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -22,10 +26,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use agentbreaker::failure::{failure_keys, store_scripts};
-use agentbreaker::{FailureBreaker, FailureConfig, StoreUrl};
-use serde_json::json;
+use agentbreaker::monitor::{monitor_store_scripts, task_key};
+use agentbreaker::{FailureBreaker, FailureConfig, ManualClock, Monitor, StoreUrl};
+use serde_json::{Value, json};
 
 const WORKER_ENV: &str = "AGENTBREAKER_BENCH_WORKER";
+/// `failure` (recorded failures) or `monitor` (a Monitor's tool_use events).
+const KIND_ENV: &str = "AGENTBREAKER_BENCH_KIND";
 const PROCESSES: usize = 8;
 
 fn epoch_ms() -> u64 {
@@ -53,12 +60,53 @@ fn outcomes() -> u64 {
         .unwrap_or(20_000)
 }
 
-/// A worker process: waits for the start time, records its failures, prints the nanoseconds.
+/// A Monitor config with the budgets out of reach (`store`: in Redis under `key`).
+fn monitor_config(store: Option<(&str, &str)>) -> Value {
+    let mut c = json!({
+        "profile": "seed",
+        "budget": {"maxToolCallsPerTask": u64::MAX / 2, "maxTaskDurationSecs": 86_400},
+        "stagnation": {"noProgressThreshold": 1000, "sameErrorThreshold": 1000},
+    });
+    if let Some((url, key)) = store {
+        c["store"] = json!(url);
+        c["key"] = json!(key);
+        c["storeTimeoutMs"] = json!(5000);
+    }
+    c
+}
+
+/// The Monitor's event of the benchmark: a tool call of the task `bench`.
+fn tool_use() -> Value {
+    json!({"type": "tool_use", "name": "search", "taskId": "bench", "input": {"q": "x"}})
+}
+
+/// A worker process: waits for the start time, records its failures (or sends its Monitor
+/// events), prints the nanoseconds.
 fn worker() {
     let var = |name: &str| std::env::var(name).unwrap();
     let n: u64 = var("AGENTBREAKER_BENCH_N").parse().unwrap();
     let start_at: u64 = var("AGENTBREAKER_BENCH_START").parse().unwrap();
-    let b = FailureBreaker::new(config(&var("AGENTBREAKER_REDIS_URL"), &var(WORKER_ENV))).unwrap();
+    let url = var("AGENTBREAKER_REDIS_URL");
+    let key = var(WORKER_ENV);
+    if var(KIND_ENV) == "monitor" {
+        let m = Monitor::from_json(&monitor_config(Some((&url, &key))), ManualClock::shared(0))
+            .unwrap();
+        let event = tool_use();
+        m.observe(&json!({"type": "alive", "taskId": "bench"}))
+            .unwrap();
+        while epoch_ms() < start_at {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let t = Instant::now();
+        for _ in 0..n {
+            assert!(!m.observe(&event).unwrap().is_halt());
+        }
+        let ns = t.elapsed().as_nanos();
+        let shared = m.store_status().unwrap().outages == 0;
+        println!("BENCH-WORKER {ns} {shared}");
+        return;
+    }
+    let b = FailureBreaker::new(config(&url, &key)).unwrap();
     while epoch_ms() < start_at {
         std::thread::sleep(Duration::from_micros(200));
     }
@@ -71,14 +119,16 @@ fn worker() {
     println!("BENCH-WORKER {ns} {shared}");
 }
 
-/// Runs `processes` workers on one key; the fleet's nanoseconds per recorded failure.
-fn fleet(url: &str, key: &str, processes: usize, n: u64) -> f64 {
+/// Runs `processes` workers of `kind` on one key; the fleet's nanoseconds per recorded failure
+/// (or Monitor event).
+fn fleet(url: &str, kind: &str, key: &str, processes: usize, n: u64) -> f64 {
     let exe = std::env::current_exe().unwrap();
     let start_at = epoch_ms() + 1500;
     let children: Vec<_> = (0..processes)
         .map(|_| {
             Command::new(&exe)
                 .env(WORKER_ENV, key)
+                .env(KIND_ENV, kind)
                 .env("AGENTBREAKER_REDIS_URL", url)
                 .env("AGENTBREAKER_BENCH_N", n.to_string())
                 .env("AGENTBREAKER_BENCH_START", start_at.to_string())
@@ -103,13 +153,19 @@ fn fleet(url: &str, key: &str, processes: usize, n: u64) -> f64 {
     slowest as f64 / (n as f64 * processes as f64)
 }
 
-/// redis-benchmark's nanoseconds per EVALSHA of the `failure` script, `clients` connections.
-fn peer(url: &str, clients: usize, total: u64) -> f64 {
+/// redis-benchmark's nanoseconds per EVALSHA of the `failure` script (or the Monitor's `count`),
+/// `clients` connections, with the arguments our calls pass.
+fn peer(url: &str, kind: &str, clients: usize, total: u64) -> f64 {
     let client = redis::Client::open(url).unwrap();
     let mut con = client.get_connection().unwrap();
-    let (_, source) = store_scripts()
+    let scripts = if kind == "monitor" {
+        monitor_store_scripts()
+    } else {
+        store_scripts()
+    };
+    let (_, source) = scripts
         .into_iter()
-        .find(|(name, _)| *name == "failure")
+        .find(|(name, _)| *name == "failure" || *name == "count")
         .unwrap();
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")
@@ -124,13 +180,22 @@ fn peer(url: &str, clients: usize, total: u64) -> f64 {
         .next()
         .unwrap()
         .to_string();
-    let keys = failure_keys("bench:peer");
+    let keys: Vec<String> = if kind == "monitor" {
+        vec![task_key(&format!("bench:peer:{}", epoch_ms()), "bench")]
+    } else {
+        failure_keys("bench:peer").to_vec()
+    };
     let now = epoch_ms().to_string();
-    let out = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &port, "-c", &clients.to_string()])
-        .args(["-n", &total.to_string(), "--csv", "EVALSHA", &sha, "3"])
-        .args(&keys)
-        .args([
+    let mut cmd = Command::new("redis-benchmark");
+    cmd.args(["-h", "127.0.0.1", "-p", &port, "-c", &clients.to_string()])
+        .args(["-n", &total.to_string(), "--csv", "EVALSHA", &sha])
+        .arg(keys.len().to_string())
+        .args(&keys);
+    if kind == "monitor" {
+        // now, ttlMs, trackedTools, calls, cents, then the tool: name, calls, limited.
+        cmd.args(["0", "86700000", "64", "1", "0", "search", "1", "0"]);
+    } else {
+        cmd.args([
             "0123456789abcdef",
             &now,
             "tool server down",
@@ -138,7 +203,9 @@ fn peer(url: &str, clients: usize, total: u64) -> f64 {
             "4294967295",
             "0",
         ])
-        .args(["0", "100"])
+        .args(["0", "100"]);
+    }
+    let out = cmd
         .output()
         .expect("redis-benchmark (Debian's redis-tools)");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -154,9 +221,14 @@ fn peer(url: &str, clients: usize, total: u64) -> f64 {
         .parse()
         .unwrap();
     // The script really ran: the peer's count is the requests sent.
+    let field = if kind == "monitor" {
+        "toolCalls"
+    } else {
+        "failures"
+    };
     let count: u64 = redis::cmd("HGET")
         .arg(&keys[0])
-        .arg("failures")
+        .arg(field)
         .query(&mut con)
         .unwrap();
     assert!(
@@ -199,10 +271,10 @@ fn main() {
 
     // Best of three fleet runs, each on a key of its own; the peer likewise.
     let ours8 = (0..3)
-        .map(|i| fleet(&url, &format!("bench:fleet:{i}"), PROCESSES, n))
+        .map(|i| fleet(&url, "failure", &format!("bench:fleet:{i}"), PROCESSES, n))
         .fold(f64::INFINITY, f64::min);
     let peer8 = (0..3)
-        .map(|_| peer(&url, PROCESSES, total))
+        .map(|_| peer(&url, "failure", PROCESSES, total))
         .fold(f64::INFINITY, f64::min);
     rows.push(json!({
         "surface": "rust",
@@ -214,10 +286,10 @@ fn main() {
         "note": format!("{:.0} outcomes/s vs {:.0} scripts/s", 1e9 / ours8, 1e9 / peer8),
     }));
     let ours1 = (0..3)
-        .map(|i| fleet(&url, &format!("bench:one:{i}"), 1, n))
+        .map(|i| fleet(&url, "failure", &format!("bench:one:{i}"), 1, n))
         .fold(f64::INFINITY, f64::min);
     let peer1 = (0..3)
-        .map(|_| peer(&url, 1, n))
+        .map(|_| peer(&url, "failure", 1, n))
         .fold(f64::INFINITY, f64::min);
     rows.push(json!({
         "surface": "rust",
@@ -237,6 +309,41 @@ fn main() {
         "ours_ns": ours,
         "peer": "the same call through a local FailureBreaker",
         "peer_ns": theirs,
+    }));
+
+    // A Monitor's budget counters: tool_use events on one task.
+    let monitor8 = (0..3)
+        .map(|i| fleet(&url, "monitor", &format!("bench:monitor:{i}"), PROCESSES, n))
+        .fold(f64::INFINITY, f64::min);
+    let count8 = (0..3)
+        .map(|_| peer(&url, "monitor", PROCESSES, total))
+        .fold(f64::INFINITY, f64::min);
+    rows.push(json!({
+        "surface": "rust",
+        "operation": "Redis store: Monitor tool_use events, 8 processes on one task (fleet time per event)",
+        "ours_ns": monitor8,
+        "peer": "redis-benchmark EVALSHA of the same script, 8 clients",
+        "peer_ns": count8,
+        "min_ratio": 0.5,
+        "note": format!("{:.0} events/s vs {:.0} scripts/s", 1e9 / monitor8, 1e9 / count8),
+    }));
+    let monitor1 = (0..3)
+        .map(|i| fleet(&url, "monitor", &format!("bench:monitor-one:{i}"), 1, n))
+        .fold(f64::INFINITY, f64::min);
+    let local = Monitor::from_json(&monitor_config(None), ManualClock::shared(0)).unwrap();
+    let event = tool_use();
+    let t = Instant::now();
+    for _ in 0..n {
+        black_box(local.observe(&event).unwrap());
+    }
+    let local_ns = t.elapsed().as_nanos() as f64 / n as f64;
+    rows.push(json!({
+        "surface": "rust",
+        "operation": "Redis store: one Monitor tool_use event, 1 process (a round trip)",
+        "ours_ns": monitor1,
+        "peer": "the same event through a local Monitor",
+        "peer_ns": local_ns,
+        "note": "the peer makes no round trip: the figure is what sharing the budget costs",
     }));
 
     if let Some(dir) = std::path::Path::new(&out_path).parent() {

@@ -21,7 +21,7 @@ use crate::persist;
 use crate::state::State;
 #[cfg(feature = "redis")]
 pub use crate::store::StoreStatus;
-use crate::store::{DEFAULT_STORE_TIMEOUT_MS, MAX_STORE_TIMEOUT_MS, StoreFailure, StoreUrl};
+use crate::store::{DEFAULT_STORE_TIMEOUT_MS, StoreFailure, StoreUrl};
 use crate::text::cap_error;
 
 #[cfg(feature = "redis")]
@@ -140,34 +140,12 @@ impl FailureConfig {
     }
 
     fn validate_store(&self) -> Result<()> {
-        if !(1..=MAX_STORE_TIMEOUT_MS).contains(&self.store_timeout_ms) {
-            return Err(Error::config(format_args!(
-                "storeTimeoutMs must be from 1 to {MAX_STORE_TIMEOUT_MS}"
-            )));
-        }
-        let Some(url) = &self.store else {
-            if self.key.is_some() {
-                return Err(Error::config(
-                    "key names the shared state in a store: it needs store",
-                ));
-            }
-            return Ok(());
-        };
-        if !cfg!(feature = "redis") {
-            return Err(Error::config(
-                "store needs agentbreaker built with the `redis` feature",
-            ));
-        }
-        url.validate()?;
-        match &self.key {
-            None => {
-                return Err(Error::config(
-                    "store needs key (the key prefix of the shared state)",
-                ));
-            }
-            Some(key) => crate::store::validate_key(key)?,
-        }
-        if self.state_path.is_some() {
+        crate::store::validate_store_keys(
+            self.store.as_ref(),
+            self.key.as_deref(),
+            self.store_timeout_ms,
+        )?;
+        if self.store.is_some() && self.state_path.is_some() {
             return Err(Error::config(
                 "statePath and store exclude each other: with store the state lives in the store",
             ));
@@ -990,6 +968,42 @@ impl FailureBreaker {
                 resume_unwind(panic)
             }
         }
+    }
+
+    /// [`FailureBreaker::try_acquire`] when it can answer without waiting for the store; `None`
+    /// (and nothing done) when it may have to (a store-backed breaker outside CLOSED as far as
+    /// this process knows). Bindings answer the hot path with it while holding their language's
+    /// lock and release the lock for `try_acquire` when it says `None`. Without a store it is
+    /// `try_acquire` (a `statePath` breaker may write its file: bindings release their lock for
+    /// it anyway).
+    #[inline]
+    pub fn try_acquire_without_waiting(&self) -> Option<Result<Permission>> {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            return shared.closed().then_some(Ok(Permission {
+                allowed: true,
+                message: None,
+            }));
+        }
+        Some(self.try_acquire())
+    }
+
+    /// [`FailureBreaker::record_success`] when it needs no round trip to the store: `false`
+    /// (and nothing recorded) when it may (a store-backed breaker with failures pending or
+    /// outside CLOSED as far as this process knows). See
+    /// [`FailureBreaker::try_acquire_without_waiting`].
+    #[inline]
+    pub fn record_success_without_waiting(&self) -> bool {
+        #[cfg(feature = "redis")]
+        if let Some(shared) = &self.shared {
+            if !shared.idle() {
+                return false;
+            }
+            self.fast.successes.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        self.record_success();
+        true
     }
 
     /// With a store: CLOSED as far as this process knows (a permission needs no round trip).

@@ -7,6 +7,10 @@
 //! `AGENTBREAKER_CONFORMANCE_STORE` set to a Redis URL runs every `failure` scenario with its state
 //! in that store (SPEC 12), each scenario on a key prefix of its own; after the last step a second
 //! breaker on the same key must see the same status, and the store must have stayed reachable.
+//! It also runs the `monitor` scenarios with their budget counters in the store (a single
+//! store-backed Monitor must answer exactly as a local one), except those that make the monitor
+//! forget what the store keeps: `reset`, `restore`, and a task closed by its `done`/`error`
+//! heartbeat and opened again (docs/distributed.md, "A Monitor's budgets").
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::large_enum_variant)]
 
@@ -110,7 +114,9 @@ fn run_file(path: &Path) -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut config = obj.get("config").cloned().unwrap_or(Value::Null);
     substitute_tmp(&mut config, tmp.path());
-    let store = store_url().filter(|_| subject == "failure");
+    let store = store_url().filter(|_| {
+        subject == "failure" || (subject == "monitor" && !forgets_what_the_store_keeps(obj))
+    });
     if let Some(url) = &store {
         with_store(&mut config, url, &store_key(path));
     }
@@ -147,6 +153,13 @@ fn run_file(path: &Path) -> Result<(), String> {
         )
         .map_err(|m| format!("step {i} ({}): {m}", step.get("op").unwrap_or(&Value::Null)))?;
     }
+    #[cfg(feature = "redis")]
+    if let (Some(_), Subject::Monitor(m)) = (&store, &subject) {
+        let store = m.store_status().ok_or("the monitor has no store")?;
+        if store.mode != agentbreaker::StoreMode::Shared || store.outages != 0 {
+            return Err(format!("the store was not reachable throughout: {store:?}"));
+        }
+    }
     if let (Some(_), Subject::Failure(b)) = (&store, &subject) {
         #[cfg(feature = "redis")]
         check_shared(b, &config, &clock)?;
@@ -157,6 +170,29 @@ fn run_file(path: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A Monitor scenario whose steps make the monitor forget tasks whose counters a store keeps:
+/// `reset`, `restore`, or a `done`/`error` heartbeat followed by more events (a task reopened
+/// here reads the shared totals again, by design).
+fn forgets_what_the_store_keeps(scenario: &Map<String, Value>) -> bool {
+    let steps = scenario.get("steps").and_then(Value::as_array);
+    let mut closed = false;
+    for step in steps.into_iter().flatten() {
+        let op = step.get("op").and_then(Value::as_str).unwrap_or("");
+        if matches!(op, "reset" | "restore") {
+            return true;
+        }
+        let event = &step["args"]["event"];
+        if op == "observe" && closed && event["type"] != "heartbeat" {
+            return true;
+        }
+        if event["type"] == "heartbeat" && matches!(event["phase"].as_str(), Some("done" | "error"))
+        {
+            closed = true;
+        }
+    }
+    false
 }
 
 /// The Redis URL of `AGENTBREAKER_CONFORMANCE_STORE`, if set.

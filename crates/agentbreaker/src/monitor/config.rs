@@ -1,9 +1,10 @@
 //! The Monitor's configuration (contract section 11): a profile, the three breakers' sections over
-//! it key by key, per-tool limits and the warning ladder.
+//! it key by key, per-tool limits, the warning ladder and the store of its budget counters
+//! (contract section 12).
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::budget::{BudgetConfig, MAX_TASK_ID_BYTES};
@@ -12,6 +13,7 @@ use crate::failure::FailureConfig;
 use crate::interop::type_name;
 use crate::profiles::{PROFILE_NAMES, profile};
 use crate::stagnation::StagnationConfig;
+use crate::store::{DEFAULT_STORE_TIMEOUT_MS, StoreFailure, StoreUrl, validate_store_keys};
 
 /// The profile a Monitor starts from when none is named.
 pub const DEFAULT_PROFILE: &str = "coding-agent";
@@ -26,7 +28,9 @@ pub struct MonitorConfig {
     pub profile: String,
     /// The FailureBreaker section. The Monitor uses `failureThreshold`,
     /// `identicalErrorThreshold` and `errorMatch` (a halted task stays halted, so the cooldown
-    /// keys have no effect here).
+    /// keys have no effect here). Its store keys (`store`, `key`, `statePath`) must stay unset:
+    /// a Monitor's store is the one at the top level of its config.
+    #[serde(serialize_with = "failure_section")]
     pub failure: FailureConfig,
     /// The StagnationBreaker section (no progress, same error, output decline, step detectors).
     pub stagnation: StagnationConfig,
@@ -38,7 +42,41 @@ pub struct MonitorConfig {
     pub warn_before: u32,
     /// The percent of each budget at which it warns (0 = never). Default 80.
     pub budget_warn_percent: u32,
+    /// A Redis URL (`redis://[[user]:password@]host[:port][/db]`, or `rediss://` for TLS): the
+    /// budget counters of each task (tool calls, calls per tool, spend, the task's start) live
+    /// there under `key`, one budget for every process that uses the same store and key
+    /// (contract section 12, docs/distributed.md). Needs the `redis` feature.
+    pub store: Option<StoreUrl>,
+    /// The key prefix of the shared counters; required with `store`.
+    pub key: Option<String>,
+    /// The longest an event waits for the store, in ms (1 to 60 000). Default 50.
+    pub store_timeout_ms: u64,
+    /// What the monitor does while the store cannot be reached: `open` (default) counts locally,
+    /// `closed` halts the events that need the store (docs/distributed.md).
+    pub store_failure: StoreFailure,
 }
+
+/// The `failure` section as a Monitor's config prints it: without the store keys, which a
+/// Monitor takes at its top level (so that `from_json(to_json())` gives the config back).
+fn failure_section<S: Serializer>(failure: &FailureConfig, s: S) -> Result<S::Ok, S::Error> {
+    let mut value = serde_json::to_value(failure).map_err(serde::ser::Error::custom)?;
+    if let Value::Object(map) = &mut value {
+        for key in FAILURE_STORE_KEYS {
+            map.remove(key);
+        }
+    }
+    value.serialize(s)
+}
+
+/// The FailureBreaker keys a Monitor's `failure` section refuses: a Monitor keeps no state file,
+/// and its store is configured at the top level.
+const FAILURE_STORE_KEYS: [&str; 5] = [
+    "store",
+    "key",
+    "storeTimeoutMs",
+    "storeFailure",
+    "statePath",
+];
 
 impl Default for MonitorConfig {
     fn default() -> Self {
@@ -50,11 +88,15 @@ impl Default for MonitorConfig {
             tool_limits: BTreeMap::new(),
             warn_before: 2,
             budget_warn_percent: 80,
+            store: None,
+            key: None,
+            store_timeout_ms: DEFAULT_STORE_TIMEOUT_MS,
+            store_failure: StoreFailure::Open,
         })
     }
 }
 
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 11] = [
     "profile",
     "failure",
     "stagnation",
@@ -62,6 +104,10 @@ const KEYS: [&str; 7] = [
     "toolLimits",
     "warnBefore",
     "budgetWarnPercent",
+    "store",
+    "key",
+    "storeTimeoutMs",
+    "storeFailure",
 ];
 
 impl MonitorConfig {
@@ -81,12 +127,40 @@ impl MonitorConfig {
             tool_limits: BTreeMap::new(),
             warn_before: 2,
             budget_warn_percent: 80,
+            store: None,
+            key: None,
+            store_timeout_ms: DEFAULT_STORE_TIMEOUT_MS,
+            store_failure: StoreFailure::Open,
         })
     }
 
-    /// Reads `{profile, failure, stagnation, budget, toolLimits, warnBefore, budgetWarnPercent}`
-    /// (`null` or a missing key = the default; a section's keys override the profile's one by
-    /// one). Anything unknown or out of range is `INVALID_CONFIG`.
+    /// Checks the store keys: the top-level ones as a FailureBreaker's are checked, and none in
+    /// the `failure` section (`INVALID_CONFIG`).
+    pub fn validate_store(&self) -> Result<()> {
+        let f = &self.failure;
+        if f.store.is_some() || f.key.is_some() {
+            return Err(Error::config(
+                "Monitor config: store and key go at the top level of a Monitor's config (its \
+                 budget counters are what it shares), not in its failure section",
+            ));
+        }
+        if f.state_path.is_some() {
+            return Err(Error::config(
+                "Monitor config: failure.statePath is not used by a Monitor (save its snapshot() \
+                 instead)",
+            ));
+        }
+        validate_store_keys(
+            self.store.as_ref(),
+            self.key.as_deref(),
+            self.store_timeout_ms,
+        )
+    }
+
+    /// Reads `{profile, failure, stagnation, budget, toolLimits, warnBefore, budgetWarnPercent,
+    /// store, key, storeTimeoutMs, storeFailure}` (`null` or a missing key = the default; a
+    /// section's keys override the profile's one by one). Anything unknown or out of range is
+    /// `INVALID_CONFIG`, and so are the store keys inside `failure`.
     pub fn from_json(value: &Value) -> Result<Self> {
         let map = match value {
             Value::Null => return Ok(Self::default()),
@@ -117,6 +191,17 @@ impl MonitorConfig {
         };
         let mut config = Self::from_profile(name)?;
         if let Some(section) = given("failure") {
+            if let Value::Object(g) = section
+                && let Some(k) = FAILURE_STORE_KEYS
+                    .iter()
+                    .find(|k| g.get(**k).is_some_and(|v| !v.is_null()))
+            {
+                return Err(Error::config(format_args!(
+                    "Monitor config: failure.{k} is not read by a Monitor: store, key, \
+                     storeTimeoutMs and storeFailure go at the top level of its config (its \
+                     budget counters are what it shares), and a Monitor keeps no state file"
+                )));
+            }
             let mut merged = overlay(&config.failure, section, "failure")?;
             // The profile's warning threshold goes with its failure threshold (the Monitor warns
             // by its ladder): a new failure threshold alone must not clash with it.
@@ -144,6 +229,43 @@ impl MonitorConfig {
         if let Some(v) = given("budgetWarnPercent") {
             config.budget_warn_percent = small_whole(v, "budgetWarnPercent", 100)?;
         }
+        if let Some(v) = given("store") {
+            let url = v.as_str().ok_or_else(|| {
+                Error::config(format_args!(
+                    "Monitor config: store must be a redis:// or rediss:// URL string, not {}",
+                    type_name(v)
+                ))
+            })?;
+            config.store = Some(StoreUrl::new(url));
+        }
+        if let Some(v) = given("key") {
+            let key = v.as_str().ok_or_else(|| {
+                Error::config(format_args!(
+                    "Monitor config: key must be a string, not {}",
+                    type_name(v)
+                ))
+            })?;
+            config.key = Some(key.to_string());
+        }
+        if let Some(v) = given("storeTimeoutMs") {
+            config.store_timeout_ms = v.as_u64().ok_or_else(|| {
+                Error::config(
+                    "Monitor config: storeTimeoutMs must be a whole number from 1 to 60000",
+                )
+            })?;
+        }
+        if let Some(v) = given("storeFailure") {
+            config.store_failure = match v.as_str() {
+                Some("open") => StoreFailure::Open,
+                Some("closed") => StoreFailure::Closed,
+                _ => {
+                    return Err(Error::config(
+                        "Monitor config: storeFailure must be \"open\" or \"closed\"",
+                    ));
+                }
+            };
+        }
+        config.validate_store()?;
         Ok(config)
     }
 

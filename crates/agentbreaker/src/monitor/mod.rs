@@ -36,6 +36,8 @@
 
 mod config;
 mod event;
+#[cfg(feature = "redis")]
+mod shared;
 mod task;
 mod verdict;
 
@@ -60,7 +62,11 @@ pub use event::{MAX_NAME_BYTES, MonitorEvent, MonitorEventKind};
 pub use task::{MAX_DIGESTS, MAX_STEP_CALLS, MAX_TASK_ERRORS, MAX_TRACKED_TOOLS};
 pub use verdict::{Rule, Verdict, VerdictAction};
 
-use task::{Outcome, Task};
+#[cfg(feature = "redis")]
+pub use shared::{monitor_store_scripts, task_key};
+
+use crate::store::StoreStatus;
+use task::{Outcome, Task, usage_cost};
 
 /// The most tasks a Monitor keeps open at once (more is `INVALID_EVENT`: close tasks with a
 /// `done` heartbeat).
@@ -136,6 +142,9 @@ pub struct Monitor {
     recorder: RwLock<Option<(Recorder, metrics::Options)>>,
     /// Whether a recorder is set: one relaxed load on the hot path when none is.
     recording: AtomicBool,
+    /// The store of the budget counters, with `store`.
+    #[cfg(feature = "redis")]
+    shared: Option<shared::MonitorStore>,
 }
 
 impl fmt::Debug for Monitor {
@@ -164,11 +173,19 @@ impl Monitor {
         Self::with_clock(config, SystemClock::shared())
     }
 
-    /// A monitor reading time from `clock`.
+    /// A monitor reading time from `clock`. With `store`, the monitor connects, waiting at most
+    /// `storeTimeoutMs`: credentials the server refuses are `IO`; no answer in time is an outage
+    /// (`storeFailure` decides until the store answers).
     pub fn with_clock(config: MonitorConfig, clock: SharedClock) -> Result<Self> {
         config.failure.validate()?;
         config.stagnation.validate()?;
         config.budget.validate()?;
+        config.validate_store()?;
+        #[cfg(feature = "redis")]
+        let shared = match config.store {
+            Some(_) => Some(shared::MonitorStore::start(&config)?),
+            None => None,
+        };
         Ok(Monitor {
             config,
             clock,
@@ -176,6 +193,8 @@ impl Monitor {
             listeners: Listeners::default(),
             recorder: RwLock::new(None),
             recording: AtomicBool::new(false),
+            #[cfg(feature = "redis")]
+            shared,
         })
     }
 
@@ -314,8 +333,20 @@ impl Monitor {
         inner.last_event_at = Some(now);
         let task = &mut inner.tasks[i];
         task.last_event_at = now;
+        let cost = match kind {
+            MonitorEventKind::Usage {
+                model,
+                usage,
+                cost_cents,
+            } => usage_cost(model.as_deref(), usage, *cost_cents, c),
+            _ => 0.0,
+        };
+        // With a store: the task's counters from it (the event's increments added).
+        let counted = match self.sync(task, kind, cost, now) {
+            Ok(counted) => counted,
+            Err(refusal) => return Ok(*refusal),
+        };
         let mut out = Outcome::default();
-        let spent_before = task.spend_cents;
         match kind {
             MonitorEventKind::Assistant { text } => task.assistant(text, c, now, &mut out),
             MonitorEventKind::ToolUse { name, input, id } => {
@@ -323,16 +354,12 @@ impl Monitor {
                     m.updates
                         .push(metrics::tool_call(Some(&task.id), m.options));
                 }
-                task.tool_use(name, input, id.as_deref(), c, now, &mut out)
+                task.tool_use(name, input, id.as_deref(), counted, c, now, &mut out)
             }
             MonitorEventKind::ToolResult { ok, text, id, name } => {
                 task.tool_result(*ok, text, id.as_deref(), name.as_deref(), c, now, &mut out)
             }
-            MonitorEventKind::Usage {
-                model,
-                usage,
-                cost_cents,
-            } => task.usage(model.as_deref(), usage, *cost_cents, c, now, &mut out),
+            MonitorEventKind::Usage { .. } => task.usage(cost, counted, c, now, &mut out),
             MonitorEventKind::Error { text, transient } => {
                 task.error(text, *transient, c, now, &mut out)
             }
@@ -346,15 +373,61 @@ impl Monitor {
             }
             MonitorEventKind::Unknown => {}
         }
+        // This process's spend (with a store, the task's total holds the fleet's).
         if let Some(m) = &mut m
-            && task.spend_cents > spent_before
+            && cost > 0.0
         {
-            let cents = task.spend_cents - spent_before;
             m.updates
-                .push(metrics::spend(cents, Some(&task.id), m.options));
+                .push(metrics::spend(cost, Some(&task.id), m.options));
         }
         let step = task.step_number();
         Ok(self.settle(task, out, step, now, m))
+    }
+
+    /// With a store, brings the task's counters in line with it for an event (contract section
+    /// 12): `Ok(true)` when the task's totals already hold the event's increments, `Ok(false)`
+    /// when the task counts them itself, `Err(halt)` when the event is refused (the store is
+    /// unreachable and `storeFailure` is `"closed"`). Without a store, `Ok(false)` at once.
+    #[inline]
+    fn sync(
+        &self,
+        task: &mut Task,
+        kind: &MonitorEventKind<'_>,
+        cost: f64,
+        now: u64,
+    ) -> std::result::Result<bool, Box<Verdict>> {
+        #[cfg(feature = "redis")]
+        if let Some(store) = &self.shared {
+            let tool = match kind {
+                MonitorEventKind::ToolUse { name, .. } => {
+                    let name = crate::text::truncate(name, task::MAX_ID_BYTES);
+                    Some((name, self.config.tool_limits.contains_key(name)))
+                }
+                _ => None,
+            };
+            let delta = shared::Delta {
+                tool,
+                spend_cents: cost,
+            };
+            return match store.sync(task, delta, &self.config, &self.listeners, now) {
+                shared::Synced::Counted => Ok(true),
+                shared::Synced::Idle | shared::Synced::Local => Ok(false),
+                shared::Synced::Refused(halt) => Err(halt),
+            };
+        }
+        let _ = (task, kind, cost, now);
+        Ok(false)
+    }
+
+    /// With a store: where the budget counters live now (shared, local, refusing), the URL
+    /// without its password, the key, the outages so far and the last error. `None` without a
+    /// store.
+    pub fn store_status(&self) -> Option<StoreStatus> {
+        #[cfg(feature = "redis")]
+        if let Some(store) = &self.shared {
+            return Some(store.status());
+        }
+        None
     }
 
     /// The verdict of an outcome: its halt (kept on the task), else its first warning, else
@@ -458,12 +531,17 @@ impl Monitor {
                 })
             })
             .collect();
-        json!({
+        let mut status = json!({
             "profile": self.config.profile,
             "tasks": tasks,
             "stack": inner.stack,
             "ignoredEvents": inner.ignored_events,
-        })
+        });
+        drop(inner);
+        if let Some(store) = self.store_status() {
+            status["store"] = serde_json::to_value(store).unwrap_or(Value::Null);
+        }
+        status
     }
 
     /// Everything needed to continue where this monitor is: a monitor restored from it and fed
@@ -519,7 +597,9 @@ impl Monitor {
         *self.lock() = Inner::default();
     }
 
-    crate::events::listener_methods!("`verdict` (every warning and halt)");
+    crate::events::listener_methods!(
+        "`verdict` (every warning and halt) and, with a store, `warning` (its outages)"
+    );
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ const MAX_TEXT_BYTES: usize = 8192;
 /// The bytes of an action description or error line kept for messages.
 const MAX_LINE_BYTES: usize = 160;
 /// The bytes of a tool name or call id kept (the longest name `toolLimits` may give).
-const MAX_ID_BYTES: usize = 256;
+pub(crate) const MAX_ID_BYTES: usize = 256;
 /// Results longer than this are compared by their first and last half of it.
 const MAX_RESULT_BYTES: usize = 8192;
 
@@ -167,6 +167,58 @@ pub(crate) struct Task {
     pub(crate) halt: Option<Verdict>,
     /// Results that matched no call.
     pub(crate) unpaired_results: u64,
+    /// With a store: where the task stands with the shared counters (never in a snapshot: a
+    /// restored task reads the shared totals again with its next event).
+    #[serde(skip)]
+    pub(crate) sync: TaskSync,
+}
+
+/// A task's side of a store-backed Monitor (docs/distributed.md, "A Monitor's budgets").
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct TaskSync {
+    /// The shared totals were read since the task was opened (or restored) here.
+    pub(crate) synced: bool,
+    /// Tool calls counted here while the store was unreachable, added to the shared totals by
+    /// the task's first event after it answers again.
+    pub(crate) calls: u64,
+    /// Spend counted here while the store was unreachable, likewise.
+    pub(crate) spend_cents: f64,
+    /// Calls per tool counted here while the store was unreachable: (name, calls, limited).
+    pub(crate) tools: Vec<(String, u64, bool)>,
+}
+
+#[cfg(feature = "redis")]
+impl TaskSync {
+    /// Counts were made here that the store has not seen.
+    pub(crate) fn pending(&self) -> bool {
+        self.calls > 0 || self.spend_cents != 0.0 || !self.tools.is_empty()
+    }
+
+    /// Keeps an event's counts for the store (it is unreachable).
+    pub(crate) fn keep(&mut self, tool: Option<(&str, bool)>, spend_cents: f64) {
+        if let Some((name, limited)) = tool {
+            self.calls = self.calls.saturating_add(1);
+            let room = self.tools.len() < MAX_TRACKED_TOOLS + super::config::MAX_TOOL_LIMITS;
+            match self.tools.iter_mut().find(|t| t.0 == name) {
+                Some(t) => t.1 = t.1.saturating_add(1),
+                None if room => self.tools.push((name.to_string(), 1, limited)),
+                None => {}
+            }
+        }
+        self.spend_cents += spend_cents;
+    }
+}
+
+/// A task's budget counters as the store returned them, after the event's increments.
+#[cfg(feature = "redis")]
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Totals {
+    /// When the first process opened the task (its clock's ms).
+    pub(crate) started_at: u64,
+    pub(crate) tool_calls: u64,
+    pub(crate) spend_cents: f64,
+    /// The tools sent, with their totals (0: the store does not itemize it).
+    pub(crate) tools: Vec<(String, u64)>,
 }
 
 /// What a step looked like when it completed.
@@ -374,6 +426,25 @@ impl Task {
             ladder: Ladder::default(),
             halt: None,
             unpaired_results: 0,
+            sync: TaskSync::default(),
+        }
+    }
+
+    #[cfg(feature = "redis")]
+    /// Takes the store's totals: the counts are the fleet's, the start the earlier of the
+    /// fleet's and this process's (a task's time never grows back).
+    pub(crate) fn adopt(&mut self, totals: &Totals, c: &MonitorConfig) {
+        self.started_at = self.started_at.min(totals.started_at);
+        self.tool_calls = totals.tool_calls;
+        self.spend_cents = totals.spend_cents;
+        for (name, count) in &totals.tools {
+            if *count > 0
+                && (self.per_tool.contains_key(name)
+                    || self.per_tool.len() < MAX_TRACKED_TOOLS
+                    || c.tool_limits.contains_key(name))
+            {
+                self.per_tool.insert(name.clone(), *count);
+            }
         }
     }
 
@@ -405,28 +476,35 @@ impl Task {
     }
 
     /// A tool call: counted against the budgets, then added to the open step (a complete step
-    /// was closed when its last result came, so a call after it begins a new one).
+    /// was closed when its last result came, so a call after it begins a new one). `counted`:
+    /// the store's totals, adopted just before, already hold this call.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn tool_use(
         &mut self,
         name: &str,
         input: &Value,
         id: Option<&str>,
+        counted: bool,
         c: &MonitorConfig,
         now: u64,
         out: &mut Outcome,
     ) {
         let name = truncate(name, MAX_ID_BYTES);
-        self.tool_calls = self.tool_calls.saturating_add(1);
         let limit = c.tool_limits.get(name).copied();
-        let tool_count = if self.per_tool.contains_key(name)
-            || self.per_tool.len() < MAX_TRACKED_TOOLS
-            || limit.is_some()
-        {
-            let n = self.per_tool.entry(name.to_string()).or_insert(0);
-            *n = n.saturating_add(1);
-            *n
+        let tool_count = if counted {
+            self.per_tool.get(name).copied().unwrap_or(0)
         } else {
-            0
+            self.tool_calls = self.tool_calls.saturating_add(1);
+            if self.per_tool.contains_key(name)
+                || self.per_tool.len() < MAX_TRACKED_TOOLS
+                || limit.is_some()
+            {
+                let n = self.per_tool.entry(name.to_string()).or_insert(0);
+                *n = n.saturating_add(1);
+                *n
+            } else {
+                0
+            }
         };
         let mut action = NormalizedHasher::for_names();
         action.write_str(name);
@@ -478,7 +556,9 @@ impl Task {
             if tool_count > limit {
                 out.add(finding.verdict(VerdictAction::Halt, &self.id, self.step_number()));
             } else if c.budget_warn_percent > 0
-                && tool_count * 100 >= u64::from(c.budget_warn_percent) * limit
+                // In u128: a limit near u64::MAX must not overflow (it panicked in debug builds).
+                && u128::from(tool_count) * 100
+                    >= u128::from(c.budget_warn_percent) * u128::from(limit)
                 && !self.ladder.warned_tools.iter().any(|t| t == name)
             {
                 self.ladder.warned_tools.push(name.to_string());
@@ -551,18 +631,19 @@ impl Task {
         self.check_duration(c, now, out);
     }
 
-    /// Spend: the given cost, else the tokens at the model's price.
+    /// Spend (`cost`: the event's cost, else its tokens at the model's price; see
+    /// [`usage_cost`]). `counted`: the store's totals, adopted just before, already hold it.
     pub(crate) fn usage(
         &mut self,
-        model: Option<&str>,
-        usage: &Usage,
-        cost_cents: Option<f64>,
+        cost: f64,
+        counted: bool,
         c: &MonitorConfig,
         now: u64,
         out: &mut Outcome,
     ) {
-        let cost = cost_cents.unwrap_or_else(|| usage.cost_cents(&c.budget.price_for(model)));
-        self.spend_cents += cost;
+        if !counted {
+            self.spend_cents += cost;
+        }
         let limit = c.budget.max_token_spend_cents_per_task;
         let spend = self.spend_cents;
         self.budget_rule(
@@ -1259,6 +1340,16 @@ impl Task {
             self.recent.pop_front();
         }
     }
+}
+
+/// The cost of a `usage` event in cents: the given cost, else the tokens at the model's price.
+pub(crate) fn usage_cost(
+    model: Option<&str>,
+    usage: &Usage,
+    cost_cents: Option<f64>,
+    c: &MonitorConfig,
+) -> f64 {
+    cost_cents.unwrap_or_else(|| usage.cost_cents(&c.budget.price_for(model)))
 }
 
 /// The hash of a digest as given (no normalization: a digest is exact).

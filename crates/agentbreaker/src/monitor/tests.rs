@@ -190,6 +190,13 @@ fn tool_limits_count_each_tool() {
 }
 
 #[test]
+fn a_tool_limit_near_u64_max_does_not_overflow_the_ladder() {
+    let (m, _) = monitor(json!({"toolLimits": {"web_fetch": u64::MAX / 2}}));
+    let v = obs(&m, json!({"type": "tool_use", "name": "web_fetch"}));
+    assert_eq!(v.action, VerdictAction::Continue);
+}
+
+#[test]
 fn results_pair_by_id_then_name_then_order() {
     let (m, _) = monitor(seed(
         json!({"stagnation": {"repeatThreshold": 2}, "warnBefore": 0}),

@@ -289,6 +289,40 @@ pub(crate) fn validate_key(key: &str) -> Result<()> {
     Ok(())
 }
 
+/// Checks the store keys of a config (`store`, `key`, `storeTimeoutMs`): the timeout in range,
+/// `key` only with `store` and required by it, the URL's shape, and the `redis` feature.
+pub(crate) fn validate_store_keys(
+    store: Option<&StoreUrl>,
+    key: Option<&str>,
+    timeout_ms: u64,
+) -> Result<()> {
+    if !(1..=MAX_STORE_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err(Error::config(format_args!(
+            "storeTimeoutMs must be from 1 to {MAX_STORE_TIMEOUT_MS}"
+        )));
+    }
+    let Some(url) = store else {
+        if key.is_some() {
+            return Err(Error::config(
+                "key names the shared state in a store: it needs store",
+            ));
+        }
+        return Ok(());
+    };
+    if !cfg!(feature = "redis") {
+        return Err(Error::config(
+            "store needs agentbreaker built with the `redis` feature",
+        ));
+    }
+    url.validate()?;
+    match key {
+        None => Err(Error::config(
+            "store needs key (the key prefix of the shared state)",
+        )),
+        Some(key) => validate_key(key),
+    }
+}
+
 /// Where a store-backed object's state lives right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
