@@ -22,7 +22,7 @@ TOOLS = Path(__file__).resolve().parent
 CHECKER = TOOLS / "check_scenarios.py"
 REPO_SCHEMA = TOOLS.parent / "tests" / "conformance" / "schema.json"
 
-# The README's example, extended with a wrong-type step (SPEC 10).
+# The README's example, extended with a wrong-type step (contract §10).
 GOOD_FAILURE = {
     "description": "opens after five consecutive failures",
     "subject": "failure",

@@ -1,5 +1,5 @@
 //! Any text as fix-plan markdown: `FixPlan::from_markdown` and the `fix_plan` strategy config.
-//! Steps are bounded, one per checklist line, and a plan run to its end exits exactly when SPEC 5
+//! Steps are bounded, one per checklist line, and a plan run to its end exits exactly when contract §5
 //! says: after every open step was tried `maxAttempts` times (plan_exhausted) or completed once
 //! (plan_complete).
 #![no_main]

@@ -1,6 +1,6 @@
 //! `agentbreaker eval`: how many stuck agent runs the breakers halt, how early, and how many
 //! healthy runs they halt by mistake, on trajectories in the normalized schema of
-//! `../shared/eval/` (one JSON object per line, gzipped or not) with a labels CSV.
+//! `the evaluation set (docs/detection.md)` (one JSON object per line, gzipped or not) with a labels CSV.
 //!
 //! The adapter from a trajectory to the breakers (documented in `docs/detection.md`):
 //! - one **step** (one model call and what it triggered) is one iteration;

@@ -184,7 +184,7 @@ struct RunArgs {
 
 #[derive(Debug, Args)]
 struct ReplayArgs {
-    /// The recording: one JSON event per line (Claude stream-json, Codex exec --json, or SPEC
+    /// The recording: one JSON event per line (Claude stream-json, Codex exec --json, or Monitor
     /// events).
     file: PathBuf,
     #[command(flatten)]

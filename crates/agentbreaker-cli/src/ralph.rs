@@ -47,7 +47,7 @@ fn say(text: &str) {
     eprintln!("agentbreaker: {text}");
 }
 
-/// The state file: `{version: 1, kind: "loop", iteration, stagnation: <SPEC snapshot>, exit}`,
+/// The state file: `{version: 1, kind: "loop", iteration, stagnation: <a StagnationBreaker snapshot, contract §3>, exit}`,
 /// plus `halt` (the Monitor's verdict) when the Monitor stopped the last iteration.
 fn state_doc(iteration: u32, agent_loop: &Loop, exit: Option<ExitReason>) -> Value {
     json!({

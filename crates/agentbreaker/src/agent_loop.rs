@@ -1,4 +1,4 @@
-//! The Loop coordinator (SPEC 5): one observation per iteration; decides continue or exit.
+//! The Loop coordinator (contract §5): one observation per iteration; decides continue or exit.
 
 use std::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -251,7 +251,7 @@ impl Loop {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Observes one iteration (SPEC 5). After an exit every call is `INVALID_ARGUMENT` until
+    /// Observes one iteration (contract §5). After an exit every call is `INVALID_ARGUMENT` until
     /// [`Loop::reset`]. Input is checked before anything is recorded.
     pub fn observe(&self, observation: &Observation) -> Result<LoopDecision> {
         let decision = {
@@ -330,7 +330,7 @@ impl Loop {
             self.stagnation
                 .record_error_into(error, false, &mut Sink::Collect(events));
         }
-        // SPEC 5's order: progress, error, then the budget events.
+        // contract §5's order: progress, error, then the budget events.
         events.extend(halt_events);
         let breaker = self.stagnation.check();
         let strategy = self

@@ -1,4 +1,4 @@
-//! The response analyzer (SPEC 5, seed 002): deterministic rules that score how done a response
+//! The response analyzer (contract §5, seed 002): deterministic rules that score how done a response
 //! says the work is, 0..100. The exact rules are in `docs/decisions.md` ("Analyzer").
 
 use std::borrow::Cow;
@@ -146,7 +146,7 @@ pub fn is_status_line(line: &str) -> bool {
     }
 }
 
-/// The canonical (SPEC) spelling of a matched phrase: lower-case, single spaces.
+/// The canonical (contract) spelling of a matched phrase: lower-case, single spaces.
 fn canonical(matched: &str) -> String {
     matched
         .split(|c: char| c.is_whitespace() || c == '-')
@@ -302,7 +302,7 @@ fn negator_form(word: &str) -> Cow<'_, str> {
     )
 }
 
-/// Scores a response (SPEC 5).
+/// Scores a response (contract §5).
 pub fn analyze(text: &str) -> Analysis {
     #[cfg(feature = "test-panic")]
     if text == crate::TEST_PANIC_TRIGGER {

@@ -1,4 +1,4 @@
-//! The BudgetBreaker (SPEC 4, seed 003): per-task halt conditions over an agent's event stream.
+//! The BudgetBreaker (contract §4, seed 003): per-task halt conditions over an agent's event stream.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -109,7 +109,7 @@ impl Default for BudgetConfig {
 }
 
 impl BudgetConfig {
-    /// Reads a config object with the SPEC's camelCase keys (`null` = defaults).
+    /// Reads a config object with the contract's camelCase keys (`null` = defaults).
     pub fn from_json(value: &Value) -> Result<Self> {
         let config: BudgetConfig = config_from_value(value, "BudgetBreaker")?;
         config.validate()?;
@@ -251,7 +251,7 @@ pub struct AgentEvent {
 }
 
 impl AgentEvent {
-    /// Checks a `taskId` as every event's is checked (SPEC 4): 1 to [`MAX_TASK_ID_BYTES`] bytes,
+    /// Checks a `taskId` as every event's is checked (contract §4): 1 to [`MAX_TASK_ID_BYTES`] bytes,
     /// else `INVALID_EVENT`.
     pub fn check_task_id(id: &str) -> Result<()> {
         if id.is_empty() {
@@ -282,7 +282,7 @@ impl AgentEvent {
         }
     }
 
-    /// Validates a JSON event (SPEC 4); anything malformed is `INVALID_EVENT`.
+    /// Validates a JSON event (contract §4); anything malformed is `INVALID_EVENT`.
     pub fn from_json(value: &Value) -> Result<Self> {
         let Value::Object(map) = value else {
             return Err(Error::event(format_args!(
@@ -384,7 +384,7 @@ impl AgentEvent {
     }
 }
 
-/// Why a task was halted, with the counters (SPEC 4's table).
+/// Why a task was halted, with the counters (contract §4's table).
 #[derive(Debug, Clone, PartialEq)]
 pub enum HaltReason {
     /// More tool calls than the cap.
@@ -663,7 +663,7 @@ fn target<'a>(inner: &'a Inner, event: View<'a>) -> Option<&'a str> {
     }
 }
 
-/// Watches an agent's event stream and halts tasks that exceed their budgets (SPEC 4).
+/// Watches an agent's event stream and halts tasks that exceed their budgets (contract §4).
 pub struct BudgetBreaker {
     config: BudgetConfig,
     clock: SharedClock,
@@ -1221,7 +1221,7 @@ mod tests {
         }
     }
 
-    /// `token_set` as the SPEC words it: the first `max` whitespace tokens, hashed, as a set.
+    /// `token_set` as the contract words it: the first `max` whitespace tokens, hashed, as a set.
     fn reference_token_set(text: &str, max: usize) -> Vec<u64> {
         let mut set: Vec<u64> = text
             .split_whitespace()

@@ -1,4 +1,4 @@
-//! Configuration from the environment (SPEC 7). A bad variable never disables the breaker: it is
+//! Configuration from the environment (contract §7). A bad variable never disables the breaker: it is
 //! reported and the default is used.
 
 use std::collections::BTreeMap;
@@ -107,7 +107,7 @@ fn apply(config: &mut BudgetConfig, setting: &str, value: f64) {
     }
 }
 
-/// Reads the BudgetBreaker settings from an environment map (SPEC 7).
+/// Reads the BudgetBreaker settings from an environment map (contract §7).
 ///
 /// `AGENTBREAKER_TOOL_CAP`, `_COST_CAP_CENTS`, `_DURATION_SECS`, `_IDLE_SECS` and `_JACCARD`, with
 /// the seed's `BB_CIRCUIT_BREAKER_*` names as aliases (the `AGENTBREAKER_` name decides when both

@@ -1,4 +1,4 @@
-//! The FailureBreaker (SPEC 2, seed 004): consecutive failures open the circuit; after a cooldown a
+//! The FailureBreaker (contract §2, seed 004): consecutive failures open the circuit; after a cooldown a
 //! probe decides whether it closes again.
 
 use std::collections::VecDeque;
@@ -65,7 +65,7 @@ pub struct FailureConfig {
     pub state_path: Option<PathBuf>,
     /// A Redis URL (`redis://[[user]:password@]host[:port][/db]`, or `rediss://` for TLS): the
     /// state lives there under `key`, one circuit for every process that uses the same store and
-    /// key (SPEC 12, docs/distributed.md). Needs the `redis` feature.
+    /// key (contract §12, docs/distributed.md). Needs the `redis` feature.
     pub store: Option<StoreUrl>,
     /// The key prefix of the shared state; required with `store`.
     pub key: Option<String>,
@@ -98,7 +98,7 @@ impl Default for FailureConfig {
 }
 
 impl FailureConfig {
-    /// Reads a config object with the SPEC's camelCase keys (`null` = defaults).
+    /// Reads a config object with the contract's camelCase keys (`null` = defaults).
     pub fn from_json(value: &Value) -> Result<Self> {
         let config: FailureConfig = config_from_value(value, "FailureBreaker")?;
         config.validate()?;
@@ -679,7 +679,7 @@ impl FailureBreaker {
         self.finish(after);
     }
 
-    /// Asks whether an operation may run now (SPEC 2). In OPEN with the cooldown over this call
+    /// Asks whether an operation may run now (contract §2). In OPEN with the cooldown over this call
     /// moves the circuit to HALF_OPEN and is the probe.
     pub fn should_allow_operation(&self) -> Permission {
         if self.fast.state() == State::Closed {
@@ -777,7 +777,7 @@ impl FailureBreaker {
         self.shared.as_ref().map(|_| self.shared_store_status())
     }
 
-    /// The status object of SPEC 2. With a store it is read from the store (one round trip).
+    /// The status object of contract §2. With a store it is read from the store (one round trip).
     pub fn status(&self) -> FailureStatus {
         #[cfg(feature = "redis")]
         if self.shared.is_some()

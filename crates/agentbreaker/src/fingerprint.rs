@@ -1,4 +1,4 @@
-//! Error fingerprints (SPEC 6): which error texts count as "the same error".
+//! Error fingerprints (contract §6): which error texts count as "the same error".
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
@@ -376,7 +376,7 @@ pub fn normalized_hash(text: &str) -> u64 {
     h.finish()
 }
 
-/// The most distinct fingerprints an error-count map keeps (SPEC 6).
+/// The most distinct fingerprints an error-count map keeps (contract §6).
 pub const MAX_ERROR_KEYS: usize = 1024;
 
 /// Counts per fingerprint, bounded to [`MAX_ERROR_KEYS`] keys: when a new key would exceed the

@@ -1,6 +1,6 @@
 //! Named configurations of the three breakers.
 //!
-//! - `seed`: every default of the seeds (the SPEC's defaults): the behaviour the conformance suite
+//! - `seed`: every default of the seeds (the contract's defaults): the behaviour the conformance suite
 //!   describes.
 //! - `coding-agent`: recommended for coding agents watched step by step (one model call and its
 //!   tool calls per step). The step detectors are on, the per-iteration rules that misfire on
@@ -38,7 +38,7 @@ pub fn profile(name: &str) -> Option<Profile> {
     match name {
         "seed" => Some(Profile {
             name: "seed",
-            description: "the seeds' defaults (the SPEC's defaults)",
+            description: "the seeds' defaults (the contract's defaults)",
             failure: FailureConfig::default(),
             stagnation: StagnationConfig::default(),
             budget: BudgetConfig::default(),

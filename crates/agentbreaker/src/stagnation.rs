@@ -1,4 +1,4 @@
-//! The StagnationBreaker (SPEC 3, seeds 000/001): no progress, repeated errors, declining output.
+//! The StagnationBreaker (contract §3, seeds 000/001): no progress, repeated errors, declining output.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -81,7 +81,7 @@ impl Default for StagnationConfig {
 }
 
 impl StagnationConfig {
-    /// Reads a config object with the SPEC's camelCase keys (`null` = defaults).
+    /// Reads a config object with the contract's camelCase keys (`null` = defaults).
     pub fn from_json(value: &Value) -> Result<Self> {
         let config: StagnationConfig = config_from_value(value, "StagnationBreaker")?;
         config.validate()?;
@@ -149,7 +149,7 @@ impl StagnationConfig {
     }
 }
 
-/// One iteration's measurements (SPEC 3). Missing JSON keys are 0.
+/// One iteration's measurements (contract §3). Missing JSON keys are 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IterationMetrics {
@@ -295,7 +295,7 @@ struct Inner {
     steps: StepHistory,
 }
 
-/// Detects a loop that stopped making progress (SPEC 3). Every method takes `&self`.
+/// Detects a loop that stopped making progress (contract §3). Every method takes `&self`.
 pub struct StagnationBreaker {
     config: StagnationConfig,
     clock: SharedClock,
@@ -509,7 +509,7 @@ impl StagnationBreaker {
         self.lock().state
     }
 
-    /// The status object of SPEC 3.
+    /// The status object of contract §3.
     pub fn status(&self) -> StagnationStatus {
         let inner = self.lock();
         StagnationStatus {

@@ -10,7 +10,7 @@
 //!   `failWindowPercent` percent failed.
 //!
 //! Actions and results are compared by fingerprint (numbers, ids, timestamps normalized; see
-//! SPEC 6); failed results by the breaker's `errorMatch` for the fail streak.
+//! contract §6); failed results by the breaker's `errorMatch` for the fail streak.
 
 use std::collections::VecDeque;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -1,4 +1,4 @@
-//! Exit strategies and fix plans (SPEC 5, seed 002): when is the loop done?
+//! Exit strategies and fix plans (contract §5, seed 002): when is the loop done?
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -584,7 +584,7 @@ fn fix_plan_step(
     }
 }
 
-/// A stateful exit strategy (SPEC 5). Every method takes `&self`.
+/// A stateful exit strategy (contract §5). Every method takes `&self`.
 pub struct ExitStrategy {
     config: StrategyConfig,
     clock: SharedClock,

@@ -1,6 +1,6 @@
 //! Small text helpers: bounded copies of untrusted strings and number formatting for messages.
 
-/// The most bytes of an error text the library keeps (SPEC 6).
+/// The most bytes of an error text the library keeps (contract §6).
 pub const MAX_ERROR_BYTES: usize = 4096;
 
 /// `text` cut to at most `max` bytes, at a character boundary.

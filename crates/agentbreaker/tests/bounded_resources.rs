@@ -1,6 +1,6 @@
-//! Bounded memory under an endless stream of distinct input (SPEC 6: error texts capped at 4096
-//! bytes and the error map at 1024 keys; SPEC 2: the failure history is a ring of `historyLimit`;
-//! SPEC 3: the output trend keeps 10 values; decisions: step history bounded by the step
+//! Bounded memory under an endless stream of distinct input (contract §6: error texts capped at 4096
+//! bytes and the error map at 1024 keys; contract §2: the failure history is a ring of `historyLimit`;
+//! contract §3: the output trend keeps 10 values; decisions: step history bounded by the step
 //! thresholds, output-loop memory as 64-bit hashes, at most 10 000 open tasks).
 //!
 //! A counting global allocator measures the live heap of this test binary. Each test feeds one
@@ -92,9 +92,9 @@ const KIB: usize = 1024;
 /// Room for what the test loop itself holds at a peak (one input being built, the allocator's
 /// own rounding is not counted) and for test-harness allocations on other threads.
 const SLACK: usize = 64 * KIB;
-/// The error text cap (SPEC 6).
+/// The error text cap (contract §6).
 const MAX_ERROR_BYTES: usize = 4096;
-/// The error map cap (SPEC 6).
+/// The error map cap (contract §6).
 const MAX_ERROR_KEYS: usize = 1024;
 
 fn events() -> usize {
@@ -178,7 +178,7 @@ fn check_bounded(what: &str, n: usize, heap: &Heap, bound: usize) {
 }
 
 /// A word of letters only, different for every `i`: digits would be normalized away by the
-/// fingerprint (SPEC 6), and only the letters g..v are used so that no run of them is a hex id.
+/// fingerprint (contract §6), and only the letters g..v are used so that no run of them is a hex id.
 fn word(mut i: usize) -> String {
     let mut w = String::new();
     loop {

@@ -1,6 +1,6 @@
 //! Threaded tests: every breaker is shared across threads (`Send + Sync`, `&self` methods) and
 //! under concurrent use thresholds never overshoot, each transition emits exactly one event, and
-//! listeners run outside the internal locks so they may call back in (SPEC conventions, section 2,
+//! listeners run outside the internal locks so they may call back in (contract §0, section 2,
 //! decisions "Listeners" and "Probe permits").
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,4 +1,4 @@
-//! Threads racing one breaker through many trip / probe / close cycles (SPEC conventions: "the
+//! Threads racing one breaker through many trip / probe / close cycles (contract §0: "the
 //! Nth failure opens the circuit exactly once and emits exactly one event"; decisions
 //! "Listeners"): every transition is counted exactly once by the listener and by the metrics,
 //! totals are exact, listeners that call back in (and even change the state) never deadlock, the

@@ -5,7 +5,7 @@
 //! `tests/conformance`).
 //!
 //! `AGENTBREAKER_CONFORMANCE_STORE` set to a Redis URL runs every `failure` scenario with its state
-//! in that store (SPEC 12), each scenario on a key prefix of its own; after the last step a second
+//! in that store (contract §12), each scenario on a key prefix of its own; after the last step a second
 //! breaker on the same key must see the same status, and the store must have stayed reachable.
 //! It also runs the `monitor` scenarios with their budget counters in the store (a single
 //! store-backed Monitor must answer exactly as a local one), except those that make the monitor

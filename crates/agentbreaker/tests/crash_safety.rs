@@ -1,4 +1,4 @@
-//! Crash-safe state files (SPEC 2 "write atomically (temp file, fsync, rename)"; decisions
+//! Crash-safe state files (contract §2 "write atomically (temp file, fsync, rename)"; decisions
 //! "Files"): a process that saves FailureBreaker state in a tight loop is killed with SIGKILL at
 //! random moments, and after every kill the state file loads as exactly one of the states that
 //! were written — the last one completed or the one being written — never a torn or corrupt file,

@@ -1,6 +1,6 @@
 //! Hostile input: huge strings, unbounded key sets, wrong JSON types, absurd numbers, deep nesting
 //! and corrupt state files. Nothing may panic, every call returns promptly, memory stays bounded
-//! (SPEC 6: error texts capped at 4096 bytes, the error map at 1024 keys; decisions: "Strings are
+//! (contract §6: error texts capped at 4096 bytes, the error map at 1024 keys; decisions: "Strings are
 //! capped", "Open task cap", history ring buffer), every rejected call names the stable error
 //! code, and a rejected call changes nothing.
 
@@ -21,7 +21,7 @@ use agentbreaker::{
 };
 use serde_json::{Value, json};
 
-/// The cap on stored error texts (SPEC 6).
+/// The cap on stored error texts (contract §6).
 const CAP: usize = 4096;
 /// Ten megabytes.
 const TEN_MB: usize = 10 * 1024 * 1024;
@@ -575,7 +575,7 @@ fn budget_huge_whitespace_only_text_is_an_empty_output() {
         }
         last
     });
-    // Two empty sets compare as 1.0 (SPEC 4): three empty outputs are a loop.
+    // Two empty sets compare as 1.0 (contract §4): three empty outputs are a loop.
     let h = h.unwrap().to_json();
     assert_eq!(h["kind"], "OutputLoop");
     assert_eq!(h["similarityJaccard"], 1.0);
@@ -734,7 +734,7 @@ fn stagnation_restore_with_too_many_keys_stays_bounded() {
         "{}",
         status.error_counts.len()
     );
-    // The trend keeps the last 10 values (SPEC 3).
+    // The trend keeps the last 10 values (contract §3).
     assert_eq!(status.output_trend, (990..1_000).collect::<Vec<u64>>());
     // And the map stays bounded as new errors arrive.
     for i in 0..2_000 {

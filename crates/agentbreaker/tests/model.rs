@@ -1,11 +1,11 @@
 //! Model-based property tests: random operation sequences (with clock moves forwards, backwards and
 //! by huge jumps) are driven against the real breakers and against small reference models written
-//! here straight from SPEC sections 2 and 3 and `docs/decisions.md`. After every step the observable
+//! here straight from contract §2 and §3 and `docs/decisions.md`. After every step the observable
 //! state, the answers and the emitted events of both must agree, and a few invariants are checked
 //! on the real breaker's observations alone.
 //!
 //! The models deliberately do not reuse library code (not even `fingerprint`): the fingerprints of
-//! the small error pools are derived by hand from SPEC 6 / decisions, the cooldown with backoff is
+//! the small error pools are derived by hand from contract §6 / decisions, the cooldown with backoff is
 //! computed with exact integer arithmetic.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -169,11 +169,11 @@ fn error_match_strategy() -> impl Strategy<Value = ErrorMatch> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// FailureBreaker reference model (SPEC 2 + decisions "FailureBreaker")
+// FailureBreaker reference model (contract §2 + decisions "FailureBreaker")
 // ---------------------------------------------------------------------------------------------
 
 /// Error texts for `recordFailure` with their fingerprints under `[exact, normalized, template]`,
-/// derived by hand from SPEC 6 / decisions: exact trims; normalized collapses whitespace and turns
+/// derived by hand from contract §6 / decisions: exact trims; normalized collapses whitespace and turns
 /// digit runs into `#`; template also turns dotted identifiers into `<path>`.
 const FAILURE_POOL: [(&str, [&str; 3]); 6] = [
     (
@@ -278,7 +278,7 @@ impl FParams {
         }
     }
 
-    /// SPEC 2: "when not given and failureThreshold <= 3 it is off" (otherwise 3); 0 = off.
+    /// contract §2: "when not given and failureThreshold <= 3 it is off" (otherwise 3); 0 = off.
     fn warning(&self) -> u32 {
         match self.warning_threshold {
             Some(w) => w,
@@ -380,7 +380,7 @@ struct FModel {
     first_failure: Option<u64>,
     last_failure: Option<u64>,
     /// False once a failure was recorded at a time before the previous one (mtbf is then
-    /// ill-defined by the SPEC, so it is not compared).
+    /// ill-defined by the contract, so it is not compared).
     failure_times_monotone: bool,
 }
 
@@ -1191,7 +1191,7 @@ fn record_failure_stats(
 }
 
 // ---------------------------------------------------------------------------------------------
-// StagnationBreaker reference model (SPEC 3 + decisions "StagnationBreaker")
+// StagnationBreaker reference model (contract §3 + decisions "StagnationBreaker")
 // ---------------------------------------------------------------------------------------------
 
 /// Error texts for `recordError` with their fingerprints under `[exact, normalized, template]`.
@@ -1870,7 +1870,7 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sanity checks of the models themselves against the SPEC's worked examples (so that a model bug
+// Sanity checks of the models themselves against the contract's worked examples (so that a model bug
 // cannot hide a library bug by agreeing with it).
 // ---------------------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
-//! Model-based test of the BudgetBreaker (SPEC 4, decisions "BudgetBreaker"): random event streams
+//! Model-based test of the BudgetBreaker (contract §4, decisions "BudgetBreaker"): random event streams
 //! — heartbeats opening and closing tasks, tool calls, usage, assistant outputs (identical ones,
 //! reordered ones, overlapping ones, empty ones), events with and without `taskId`, unknown event
-//! types — with clock moves, `tick` and `reset`, against a reference model written from the SPEC.
+//! types — with clock moves, `tick` and `reset`, against a reference model written from the contract.
 //! After every step the halts returned, the halt events delivered to a listener and the live
 //! snapshot must agree with the model.
 //!
@@ -165,7 +165,7 @@ fn event_json(kind: &Kind, task: Option<&str>) -> Value {
 }
 
 // -------------------------------------------------------------------------------------------------
-// The reference model (SPEC 4 + decisions)
+// The reference model (contract §4 + decisions)
 
 #[derive(Debug, Clone)]
 struct Task {
@@ -554,7 +554,7 @@ fn generator_reaches_every_halt() {
     );
 }
 
-/// The model against SPEC 4's worked example: the 51st tool call halts with `tool calls: 51 of
+/// The model against contract §4's worked example: the 51st tool call halts with `tool calls: 51 of
 /// 50`, and two empty outputs compare as 1.0.
 #[test]
 fn model_matches_the_spec_examples() {

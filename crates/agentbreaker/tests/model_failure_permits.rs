@@ -5,7 +5,7 @@
 //! that return `Ok`, `Err` or panic, clock moves, `reset`, snapshot/restore, and restores of
 //! counters at the very top of their types.
 //!
-//! The reference model is written from SPEC 2 and decisions "Probe permits" only (exact integer
+//! The reference model is written from contract §2 and decisions "Probe permits" only (exact integer
 //! cooldowns; multipliers 1 and 2, exact in floating point too). Besides agreeing with the model
 //! after every step, the real breaker must keep these invariants on its own observations:
 //!
@@ -105,7 +105,7 @@ fn params() -> impl Strategy<Value = Params> {
 }
 
 // -------------------------------------------------------------------------------------------------
-// The reference model (SPEC 2)
+// The reference model (contract §2)
 
 #[derive(Debug, Clone, Default)]
 struct Model {
@@ -517,7 +517,7 @@ fn run(p: &Params, ops: &[Op], reached: &mut Reached) -> Result<(), TestCaseErro
                     consecutive_failures: u64::MAX - k,
                     opened_at: (state != State::Closed).then_some(now),
                     // Not with a zero cooldown: there the core gives maxCooldownMs once
-                    // 2^level overflows a float (0 × inf), where SPEC 2's min(0 × 2^level, max)
+                    // 2^level overflows a float (0 × inf), where contract §2's min(0 × 2^level, max)
                     // is 0 (reported; see docs/reliability.md).
                     backoff_level: if p.cooldown_ms == 0 && p.doubling {
                         1000
@@ -686,7 +686,7 @@ fn generator_reaches_the_interesting_situations() {
     );
 }
 
-/// The model itself against SPEC 2's worked numbers (so a model bug cannot agree with a library
+/// The model itself against contract §2's worked numbers (so a model bug cannot agree with a library
 /// bug): backoff 2.0 gives 30 s, 60 s, 120 s; a lost probe's permit returns after the timeout.
 #[test]
 fn model_matches_the_spec_examples() {

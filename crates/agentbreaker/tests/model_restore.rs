@@ -5,7 +5,7 @@
 //! and `x` must answer the same, emit the same events and hold the same status and snapshot; their
 //! lifetime metrics (not part of a snapshot) must move by the same amounts.
 //!
-//! A snapshot deliberately leaves out a few things (SPEC 2/3 and decisions), so the reference for
+//! A snapshot deliberately leaves out a few things (contract §2/§3 and decisions), so the reference for
 //! the copies is `x` itself only when none of them matters, and otherwise `x` after
 //! `x.restore(x.snapshot())`, with the documented normalization checked explicitly:
 //!

@@ -1,4 +1,4 @@
-//! Model-based test of the StagnationBreaker's counters (SPEC 3, SPEC 6 "the error map at 1024
+//! Model-based test of the StagnationBreaker's counters (contract §3, contract §6 "the error map at 1024
 //! keys (oldest evicted)", decisions "Error counts"): random sequences of iterations with and
 //! without progress, errors (single ones, repeats, and floods of hundreds of distinct ones that
 //! push the map past its cap), transient errors, `check` and `reset`, against a reference model of
@@ -24,7 +24,7 @@ const CAP: usize = 1024;
 const POOL: usize = 1500;
 
 /// The `i`-th error text. Letters only (g..v), so that the normalized fingerprint is the text
-/// itself (SPEC 6 replaces digits and hex ids).
+/// itself (contract §6 replaces digits and hex ids).
 fn error_text(mut i: usize) -> String {
     let mut w = String::from("error ");
     loop {

@@ -1,4 +1,4 @@
-//! State files under damage (SPEC 2 persistence; decisions "Files"): every truncation and a wide
+//! State files under damage (contract §2 persistence; decisions "Files"): every truncation and a wide
 //! range of corruptions of a state file are `INVALID_SNAPSHOT` and leave the breaker exactly as
 //! it was (a load is all or nothing); paths that cannot be written are `IO` and the in-memory
 //! state is kept; a breaker with `statePath` keeps working (and warning) while its file cannot be
@@ -500,7 +500,7 @@ fn snapshot_strategy() -> impl Strategy<Value = FailureSnapshot> {
         })
 }
 
-/// What a breaker restored from `s` must hold (SPEC 2 restore rules): OPEN keeps everything;
+/// What a breaker restored from `s` must hold (contract §2 restore rules): OPEN keeps everything;
 /// CLOSED keeps its count and backoff level but not an `openedAt` (it means "when the circuit
 /// opened", null once it closes); HALF_OPEN comes back CLOSED with 0 failures and level 0; the
 /// history keeps its newest `historyLimit` entries.

@@ -1,5 +1,5 @@
-//! One circuit for a fleet (SPEC 12): 8 processes record outcomes on one key of a real Redis at
-//! the same time, and the SPEC 2 rules hold across them.
+//! One circuit for a fleet (contract §12): 8 processes record outcomes on one key of a real Redis at
+//! the same time, and the contract §2 rules hold across them.
 //!
 //! - `no_increment_is_lost`: every process records only failures (the threshold out of reach):
 //!   the shared count is exactly the number recorded, and each failure was one round trip.

@@ -1,4 +1,4 @@
-//! The FailureBreaker with its state in a real Redis (SPEC 12, docs/distributed.md): sharing
+//! The FailureBreaker with its state in a real Redis (contract §12, docs/distributed.md): sharing
 //! between breakers, what each call costs in round trips, outages (the server killed, paused with
 //! SIGSTOP, restarted empty, its script cache flushed), bad input, TLS, and the password never
 //! appearing anywhere. Every test starts its own redis-server (tests/redis_support); they are
@@ -119,7 +119,7 @@ fn two_breakers_share_one_circuit() {
     assert_eq!(a.status().trips, 0);
 }
 
-/// SPEC 12's costs: no round trip for a permission in CLOSED, for a success with nothing pending
+/// contract §12's costs: no round trip for a permission in CLOSED, for a success with nothing pending
 /// or for a refusal in OPEN before the cooldown is over; one per recorded failure; other
 /// processes hear of a change within 50 ms.
 #[test]
@@ -193,7 +193,7 @@ fn what_each_call_costs() {
     );
 }
 
-/// SPEC 12: every worker learns of a state change within 50 ms (the median of 18 openings and
+/// contract §12: every worker learns of a state change within 50 ms (the median of 18 openings and
 /// closings here; the slowest is printed and must stay under half a second on a busy machine).
 #[test]
 #[ignore = "needs redis-server: run by make test-redis"]

@@ -1,7 +1,7 @@
 //! `agentbreaker hook`: the breaker inside Claude Code, Codex CLI and Gemini CLI, called by their
 //! hooks as a new process per event (docs/hooks.md).
 //!
-//! One event comes on stdin. The session's Monitor (SPEC section 11) is restored from the state
+//! One event comes on stdin. The session's Monitor (contract §11) is restored from the state
 //! folder under the session's lock, the event becomes Monitor events (a Pre hook a `tool_use`, a
 //! Post hook a `progress` for a successful edit and a `tool_result`, new transcript spend `usage`
 //! events), the verdicts become the agent's reply, and the Monitor is saved again.

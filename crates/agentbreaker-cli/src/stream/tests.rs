@@ -1,6 +1,6 @@
 //! The parsers on real lines: every event kind of each stream format, from recorded streams.
 //!
-//! Claude Code lines come from `../shared/eval/streams/` (two healthy real sessions); where a line
+//! Claude Code lines come from `the evaluation set's streams/ (docs/detection.md)` (two healthy real sessions); where a line
 //! was long, its strings over 80 characters are cut to their first 80 (said at each line). Codex
 //! lines come from public recordings of `codex exec --json`, cited at each line.
 

@@ -1,6 +1,6 @@
-//! A FailureBreaker whose state lives in Redis (SPEC 12; docs/distributed.md).
+//! A FailureBreaker whose state lives in Redis (contract §12; docs/distributed.md).
 //!
-//! Every transition is one Lua script (`lua/*.lua`) run with EVALSHA, so the rules of SPEC 2 hold
+//! Every transition is one Lua script (`lua/*.lua`) run with EVALSHA, so the rules of contract §2 hold
 //! across processes: the script that brings the count to the threshold opens the circuit, once,
 //! and only the process whose call ran it emits the `stateChange`. Time is the caller's clock,
 //! passed to the script.

@@ -5,7 +5,7 @@
 //! object's Lua scripts, subscribes to its channel, lets the object read its state
 //! ([`LinkUser::on_connect`]) and then hands it every pub/sub message until the connection fails
 //! or the link is dropped. Callers never connect and never wait for a connection: while the link
-//! is down a call returns at once and the object falls back (SPEC 12's `storeFailure`).
+//! is down a call returns at once and the object falls back (contract §12's `storeFailure`).
 //!
 //! Scripts run with EVALSHA; a NOSCRIPT reply (the server's script cache was flushed, or it
 //! restarted) loads the script again and retries once, within the same deadline. Every message

@@ -1,4 +1,4 @@
-//! Shared state (SPEC 12): the configuration of a store (`store`, `key`, `storeTimeoutMs`,
+//! Shared state (contract §12): the configuration of a store (`store`, `key`, `storeTimeoutMs`,
 //! `storeFailure`), the store URL with its password kept out of every message, and the status a
 //! store-backed object reports. With the `redis` feature, [`link`] is the connection to Redis that
 //! a store-backed object (a FailureBreaker today; a Monitor's budget counters next) runs its

@@ -1,4 +1,4 @@
--- The FailureBreaker's shared state (SPEC 2 and 12; docs/distributed.md, "Data model").
+-- The FailureBreaker's shared state (contract §2 and §12; docs/distributed.md, "Data model").
 -- Every script starts with this prelude. Time is never read from the server: callers pass their
 -- clock's now. Numbers go out as decimal strings (Lua numbers are doubles; Redis would truncate
 -- them to 64-bit integers and Lua's own tostring switches to exponents past 1e14).
