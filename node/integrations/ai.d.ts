@@ -12,6 +12,11 @@ export interface AgentBreakerOptions extends MonitorConfig {
   /** The run's task id in the Monitor (default: a new id). */
   taskId?: string
   /**
+   * 'stop' (default): the run ends normally after the halting step; 'throw': `stopWhen` throws
+   * the AgentHaltedError (generateText rejects with it, a stream's iteration throws it).
+   */
+  onHalt?: 'stop' | 'throw'
+  /**
    * The most steps (default 20, ToolLoopAgent's default; `null` or `Infinity`: no limit). The
    * guard's `stopWhen` replaces the SDK's default condition, so it carries the step limit.
    */
@@ -32,7 +37,7 @@ export interface AgentBreakerOptions extends MonitorConfig {
  * `prepareStep` returns.
  */
 export declare class AgentBreaker<R = undefined> {
-  /** True once the Monitor halted the run, at `maxSteps`, or when one of your conditions is. */
+  /** True once the Monitor halted the run (onHalt 'throw': throws), at `maxSteps`, or when one of yours is. */
   readonly stopWhen: StopCondition<any>
   /** Yours (if any), with the nudges of the warnings since the last step after the messages. */
   readonly prepareStep: (options: PrepareStepOptions) => Promise<Awaited<R> | { messages: Array<ModelMessage> }>
@@ -49,11 +54,6 @@ export declare class AgentBreaker<R = undefined> {
   /** The halt verdict, once the Monitor halted the run. */
   get halt(): RuleVerdict | null
   get halted(): boolean
-  /**
-   * Aborted with the `AgentHaltedError` when the run is halted: as `abortSignal`, the call
-   * rejects with that error (`err.code === 'HALTED'`, `err.verdict`) instead of ending normally.
-   */
-  get abortSignal(): AbortSignal
   /** Closes the run's task and starts a new run from zero. */
   reset(): void
 }

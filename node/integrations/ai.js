@@ -15,8 +15,11 @@
 // - stopWhen: a StopCondition that is true once the Monitor halted the run (and at maxSteps,
 //   or when one of your own conditions is).
 // The SDK evaluates stopWhen after a step whose tools ran, so the tools of the halting step have
-// run; the result is the SDK's usual one (finishReason of the last step). `guard.abortSignal`,
-// passed as `abortSignal`, rejects the call with the AgentHaltedError instead.
+// run; the result is the SDK's usual one (finishReason of the last step). With
+// `onHalt: 'throw'`, stopWhen throws the AgentHaltedError instead: generateText rejects with it,
+// a stream's iteration throws it (and its `steps` promise rejects). (The SDK swallows what an
+// onStepFinish callback throws, and a stopWhen that is true wins over an aborted signal, so the
+// condition itself throws.)
 //
 // Nothing of `ai` is loaded: the adapter only reads what the SDK hands it.
 
@@ -91,12 +94,14 @@ class AgentBreaker {
     }
     const {
       taskId,
+      onHalt = 'stop',
       maxSteps = DEFAULT_MAX_STEPS,
       stopWhen: userStop,
       prepareStep: userPrepare,
       onStepEnd: userStepEnd,
       onStepFinish: userStepFinish,
     } = options
+    if (onHalt !== 'stop' && onHalt !== 'throw') throw invalidArgument(`onHalt must be 'stop' or 'throw', not ${onHalt}`)
     if (maxSteps !== null && maxSteps !== Infinity && !(Number.isInteger(maxSteps) && maxSteps >= 1)) {
       throw invalidArgument('maxSteps must be a whole number >= 1, Infinity or null')
     }
@@ -110,26 +115,26 @@ class AgentBreaker {
       watcher,
       fixedTask: typeof taskId === 'string' && taskId ? taskId : null,
       run: null,
-      controller: new AbortController(),
     }
     state.run = watcher.run(state.fixedTask || newTaskId('ai'))
     Object.defineProperty(this, '_state', { value: state })
 
     const onStep = async (step) => {
       const run = state.run
-      for (const event of stepEvents(step)) {
-        const verdict = watcher.observe(run, event)
-        if (verdict.action === 'halt' && !state.controller.signal.aborted) {
-          state.controller.abort(new AgentHaltedError(verdict))
-        }
-      }
+      for (const event of stepEvents(step)) watcher.observe(run, event)
       await callMaybe(userStepCallback, step)
     }
     const limit = maxSteps === null ? Infinity : maxSteps
 
-    /** A StopCondition: the Monitor halted the run, maxSteps is reached, or one of yours is true. */
+    /**
+     * A StopCondition: the Monitor halted the run (with onHalt 'throw': throws the
+     * AgentHaltedError), maxSteps is reached, or one of yours is true.
+     */
     this.stopWhen = async (arg) => {
-      if (state.run.halt !== null) return true
+      if (state.run.halt !== null) {
+        if (onHalt === 'throw') throw new AgentHaltedError(state.run.halt)
+        return true
+      }
       const steps = arg && Array.isArray(arg.steps) ? arg.steps : []
       if (steps.length >= limit) return true
       for (const condition of conditions) {
@@ -173,21 +178,11 @@ class AgentBreaker {
     return this._state.run.halt !== null
   }
 
-  /**
-   * An AbortSignal aborted with the AgentHaltedError when the run is halted: pass it as
-   * `abortSignal` and generateText/streamText reject with that error (`err.code === 'HALTED'`)
-   * rather than ending normally.
-   */
-  get abortSignal() {
-    return this._state.controller.signal
-  }
-
   /** Ends the run (its task in the Monitor is closed) and starts a new one: the next call starts from zero. */
   reset() {
     const state = this._state
     state.watcher.close(state.run.task)
     state.run = state.watcher.run(state.fixedTask || newTaskId('ai'))
-    state.controller = new AbortController()
   }
 }
 

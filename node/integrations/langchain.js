@@ -149,6 +149,8 @@ function agentBreakerMiddleware(options = {}) {
       watcher.close(run.task)
       throw new AgentHaltedError(verdict)
     }
+    // `jumpTo: 'end'` ends the graph without afterAgent: the run's task is closed here
+    watcher.close(run.task)
     run.dirty = false
     const closing = []
     for (const call of pending) {

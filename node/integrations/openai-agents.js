@@ -17,7 +17,9 @@
 //   Monitor halts the run: `run()` rejects with it; a streamed run ends with `cancelled`),
 //   `callModelInputFilter` (the nudge of a warning goes to the model as a user message after
 //   its input, on its next call; a filter of yours runs first) and `context` (which ties the
-//   lifecycle events to the run). A signal of yours is combined with ours.
+//   lifecycle events to the run). A signal of yours is combined with ours. A run started
+//   without them is still watched; its halt is thrown from the hook, and the SDK rejects with
+//   its ToolCallError (`err.error` is the AgentHaltedError); it gets no nudges.
 // - Tool failures: the SDK hands the hooks only the text the model reads, by default the fixed
 //   "An error occurred while running the tool. Please try again." (no error, no ok flag). That
 //   text counts as a failed call; `breaker.errorFunction()` as a tool's `errorFunction` also
@@ -139,8 +141,13 @@ class AgentBreaker {
 
   _observe(record, event) {
     const verdict = this._state.watcher.observe(record.run, event)
-    if (verdict.action === 'halt' && record.controller !== null && !record.controller.signal.aborted) {
-      record.controller.abort(new AgentHaltedError(verdict))
+    if (verdict.action === 'halt') {
+      if (record.controller === null) {
+        // a run not started with runOptions(): no signal to abort. An error thrown by a hook
+        // ends the run: it rejects with the SDK's ToolCallError, whose `error` is ours.
+        throw new AgentHaltedError(verdict)
+      }
+      if (!record.controller.signal.aborted) record.controller.abort(new AgentHaltedError(verdict))
     }
     return verdict
   }

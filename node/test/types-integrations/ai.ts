@@ -28,7 +28,7 @@ export async function run(): Promise<RuleVerdict | null> {
   const sharedMonitor = new Monitor()
   await generateText({ model, tools, prompt: 'x', stopWhen: [stepCountIs(5), breakerStopWhen(sharedMonitor)] })
   try {
-    await generateText({ model, tools, prompt: 'x', ...guard, abortSignal: guard.abortSignal })
+    await generateText({ model, tools, prompt: 'x', ...agentBreaker({ onHalt: 'throw' }) })
   } catch (error) {
     if (error instanceof AgentHaltedError) return error.verdict.reason === null ? null : guard.halt
   }
