@@ -31,13 +31,17 @@ const {
   invalidArgument,
   loadFramework,
   makeMonitor,
+  needFramework,
   newTaskId,
   skippedText,
   toText,
   usageEvent,
 } = require('./_common.js')
 
-const langchain = loadFramework('langchain', 'langchain', 'LangChain v1 (and @langchain/core)')
+const FRAMEWORK = 'LangChain v1 (langchain and @langchain/core)'
+needFramework('langchain', 'langchain', FRAMEWORK)
+needFramework('langchain', '@langchain/core', FRAMEWORK)
+const langchain = loadFramework('langchain', 'langchain', FRAMEWORK)
 const { AIMessage, ToolMessage, createMiddleware } = langchain
 // zod from LangChain's own dependency (its built-in middleware declare their state with it)
 const { z } = require(require.resolve('zod/v3', { paths: [require.resolve('langchain')] }))
