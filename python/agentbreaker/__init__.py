@@ -34,6 +34,7 @@ from ._native import (
     analyze,
     config_from_env,
     fingerprint,
+    metric_definitions,
     profile,
     profile_names,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "config_from_env",
     "exceptions",
     "fingerprint",
+    "metric_definitions",
     "profile",
     "profile_names",
     "types",

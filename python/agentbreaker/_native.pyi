@@ -40,6 +40,8 @@ from .types import (
     MonitorEvent,
     MonitorSnapshot,
     MonitorStatus,
+    MetricDefinition,
+    MetricUpdate,
     PlanStatus,
     Price,
     Profile,
@@ -75,6 +77,8 @@ __all__ = [
     "analyze",
     "config_from_env",
     "fingerprint",
+    "metric_definitions",
+    "metric_updates",
     "profile",
     "profile_names",
 ]
@@ -386,12 +390,22 @@ class Monitor:
     def snapshot(self) -> MonitorSnapshot: ...
     def restore(self, snapshot: Mapping[str, Any]) -> None: ...
     def reset(self) -> None: ...
+    def set_metrics_recorder(
+        self, recorder: Optional[Callable[[list[MetricUpdate]], object]], /, *, task: bool = False
+    ) -> None: ...
     @property
     def config(self) -> MonitorConfig: ...
     def add_listener(self, listener: _L) -> _L: ...
     def remove_listener(self, listener: Callable[[Event], object]) -> bool: ...
     @property
     def listener_errors(self) -> int: ...
+
+# --- Metrics (docs/observability.md) --------------------------------------------------------------------
+
+def metric_definitions() -> list[MetricDefinition]: ...
+def metric_updates(
+    event: Mapping[str, Any], breaker: str, *, task: bool = False
+) -> list[MetricUpdate]: ...
 
 # --- Fingerprints (SPEC 6), environment (SPEC 7), profiles ----------------------------------------------
 

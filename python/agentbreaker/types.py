@@ -28,6 +28,8 @@ __all__ = [
     "FailureConfig",
     "FailureMetrics",
     "FailureRecord",
+    "MetricDefinition",
+    "MetricUpdate",
     "FailureSnapshot",
     "FailureStatus",
     "FixStep",
@@ -480,3 +482,23 @@ Event = Union[StateChangeEvent, WarningEvent, HaltEvent, VerdictEvent]
 
 Listener = Callable[[Event], object]
 """A listener: any callable taking an event dict (its return value is ignored)."""
+
+
+class _MetricDefinitionBase(TypedDict):
+    name: str
+    prometheusName: str
+    instrument: Literal["counter", "histogram"]
+    unit: str
+    description: str
+    attributes: List[str]
+
+
+class MetricDefinition(_MetricDefinitionBase, total=False):
+    """One metric of the vocabulary (docs/observability.md); ``buckets`` for the histogram."""
+
+    buckets: List[float]
+
+
+MetricUpdate = tuple[str, float, Dict[str, str]]
+"""One metric update: ``(name, value, attributes)`` (a counter adds the value, the histogram
+observes it)."""

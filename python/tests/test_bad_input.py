@@ -434,7 +434,7 @@ TABLE: List[Row] = [
     Row("Monitor(budget=)", "dict", None, M("budget"), monitor_works,
         "C ok C C C C C C C C", "None: the profile's"),
     Row("Monitor.observe(event)", "dict", monitor, lambda m, v: m.observe(v), monitor_works,
-        "E A E E E E E E E E", "None: a missing argument"),
+        "E E E E E E E E E E", "None: not an event object (null in every binding)"),
     Row("Monitor.observe({'type': ...})", "str", monitor, event_field()("type"), monitor_works,
         "E E E E E E E E E ok", "10 MB: an unknown type, ignored (ignoredEvents)"),
     Row("Monitor.observe({..., 'taskId': ...})", "str", monitor,
@@ -463,7 +463,7 @@ TABLE: List[Row] = [
     Row("Monitor.observe({'type': 'heartbeat', 'phase': ...})", "str", monitor,
         event_field(type="heartbeat", taskId="t1")("phase"), monitor_works, "E E E E E E E E E E"),
     Row("Monitor.restore(snapshot)", "dict", monitor, lambda m, v: m.restore(v), monitor_works,
-        "S A S S S S S S S S", "None: a missing argument"),
+        "S S S S S S S S S S", "None: not a snapshot (null in every binding)"),
 
 ]
 

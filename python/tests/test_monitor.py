@@ -118,8 +118,11 @@ def test_a_malformed_event_is_invalid_event_and_changes_nothing(event: Any) -> N
 
 
 def test_observe_needs_an_event() -> None:
-    with pytest.raises(ab.InvalidArgumentError):
+    # No event, or None, is not an event object: the same error as `null` in every binding.
+    with pytest.raises(ab.InvalidEventError):
         ab.Monitor().observe()  # type: ignore[call-arg]
+    with pytest.raises(ab.InvalidEventError):
+        ab.Monitor().observe(None)  # type: ignore[arg-type]
 
 
 def test_tick_reports_idle_and_duration_limits() -> None:

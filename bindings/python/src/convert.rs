@@ -184,6 +184,17 @@ pub fn required_json(
     to_json(required(value, name)?, name, kind)
 }
 
+/// An argument converted to JSON, `None` (or left out) as `null`: for the Monitor, whose core
+/// reports a `null` event or snapshot with the event's or snapshot's own code, as every binding's
+/// `null` does (the conformance suite's `{"event": null}`).
+pub fn json_or_null(
+    value: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    kind: ArgKind,
+) -> Result<Value, Error> {
+    value.map_or(Ok(Value::Null), |v| to_json(v, name, kind))
+}
+
 /// A required `str` argument.
 pub fn arg_str(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<String, Error> {
     let value = required(value, name)?;

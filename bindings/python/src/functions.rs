@@ -96,3 +96,50 @@ fn env_to_json(env: &Bound<'_, PyAny>) -> Result<Value, agentbreaker::Error> {
         }
     }
 }
+
+/// The metrics vocabulary (docs/observability.md): one dict per metric, `{name, prometheusName,
+/// instrument, unit, description, attributes, buckets?}`. `agentbreaker.integrations.otel` makes
+/// its instruments from it.
+#[pyfunction]
+pub fn metric_definitions(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    crate::convert::json_to_py(py, &agentbreaker::metrics::vocabulary_json())
+}
+
+/// The metric updates of a listener event (a dict as listeners receive it) of the breaker named
+/// `breaker` (`failure`, `stagnation`, `budget`, `loop`, `monitor`): a list of `(name, value,
+/// attributes)`. `task=True` adds the task attribute.
+#[pyfunction]
+#[pyo3(signature = (event, breaker, *, task = false))]
+pub fn metric_updates<'py>(
+    py: Python<'py>,
+    event: &Bound<'py, PyAny>,
+    breaker: &str,
+    task: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    boundary(py, || {
+        let event = to_json(event, "event", ArgKind::Event).or_raise(py)?;
+        let updates = agentbreaker::metrics::json_event_updates(
+            &event,
+            breaker,
+            agentbreaker::metrics::Options { task },
+        );
+        updates_to_py(py, &updates)
+    })
+}
+
+/// Updates as a list of `(name, value, attributes)` tuples.
+pub fn updates_to_py<'py>(
+    py: Python<'py>,
+    updates: &[agentbreaker::metrics::Update],
+) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    use pyo3::types::{PyDict, PyList, PyString};
+    let list = PyList::empty(py);
+    for u in updates {
+        let attributes = PyDict::new(py);
+        for (k, v) in &u.attributes {
+            attributes.set_item(PyString::intern(py, k), v.as_ref())?;
+        }
+        list.append((PyString::intern(py, u.metric.name), u.value, attributes))?;
+    }
+    Ok(list)
+}

@@ -45,5 +45,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(functions::config_from_env, module)?)?;
     module.add_function(wrap_pyfunction!(functions::profile, module)?)?;
     module.add_function(wrap_pyfunction!(functions::profile_names, module)?)?;
+    module.add_function(wrap_pyfunction!(functions::metric_definitions, module)?)?;
+    module.add_function(wrap_pyfunction!(functions::metric_updates, module)?)?;
     Ok(())
 }

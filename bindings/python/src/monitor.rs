@@ -9,7 +9,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::clock;
-use crate::convert::{config_from_arguments, detached_py, json_to_py, required_json, to_py};
+use crate::convert::{config_from_arguments, detached_py, json_or_null, json_to_py, to_py};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 use crate::listeners::{PyListeners, pymethods_with_listeners};
 
@@ -93,7 +93,7 @@ pymethods_with_listeners!(Monitor {
         event: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         boundary(py, || {
-            let event = required_json(event, "event", ArgKind::Event).or_raise(py)?;
+            let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
             let inner = &self.inner;
             let verdict = detached_result(py, || inner.observe(&event))?;
             verdict_to_py(py, &verdict)
@@ -126,9 +126,51 @@ pymethods_with_listeners!(Monitor {
     #[pyo3(signature = (snapshot = None), text_signature = "($self, snapshot)")]
     fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
-            let snapshot = required_json(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
+            let snapshot = json_or_null(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
             let inner = &self.inner;
             detached_result(py, || inner.restore(&snapshot))
+        })
+    }
+
+    /// Sends the metric updates of every later event to `recorder(updates)` (None stops it):
+    /// `updates` is a list of `(name, value, attributes)` in the vocabulary of
+    /// docs/observability.md (tool calls, spend, warnings, halts, steps of each task that ends),
+    /// one call per event that changed a metric, a halt reported once. `task=True` adds the task
+    /// attribute. An exception the recorder raises is reported as unraisable and ignored. The
+    /// recorder must not refer back to the monitor (the monitor keeps it alive).
+    #[pyo3(signature = (recorder, /, *, task = false))]
+    fn set_metrics_recorder(
+        &self,
+        py: Python<'_>,
+        recorder: Option<&Bound<'_, PyAny>>,
+        task: bool,
+    ) -> PyResult<()> {
+        boundary(py, || {
+            let options = agentbreaker::metrics::Options { task };
+            let recorder = match recorder.filter(|r| !r.is_none()) {
+                None => None,
+                Some(r) if !r.is_callable() => {
+                    let got = crate::convert::type_name(r);
+                    return Err(ArgKind::Argument.wrong_type("a recorder", "callable", &got))
+                        .or_raise(py);
+                }
+                Some(r) => {
+                    let callback = std::sync::Arc::new(r.clone().unbind());
+                    let core: agentbreaker::metrics::Recorder =
+                        std::sync::Arc::new(move |updates: &[agentbreaker::metrics::Update]| {
+                            let _ = Python::try_attach(|py| {
+                                let result = crate::functions::updates_to_py(py, updates)
+                                    .and_then(|list| callback.call1(py, (list,)));
+                                if let Err(e) = result {
+                                    e.write_unraisable(py, None);
+                                }
+                            });
+                        });
+                    Some(core)
+                }
+            };
+            self.inner.set_metrics_recorder(recorder, options);
+            Ok(())
         })
     }
 

@@ -176,12 +176,19 @@ fn main() {
         &transcript,
         &project,
     );
-    let state_bytes = std::fs::read_dir(&s1)
-        .unwrap()
-        .flatten()
-        .map(|e| e.metadata().unwrap().len())
-        .max()
-        .unwrap_or(0);
+    // The state file (`<key>.json`, read and written by every call) and the session's record for
+    // `agentbreaker report` (`<key>.log`, appended to).
+    let size_of = |suffix: &str| {
+        std::fs::read_dir(&s1)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
+            .map(|e| e.metadata().unwrap().len())
+            .max()
+            .unwrap_or(0)
+    };
+    let state_bytes = size_of(".json");
+    let record_bytes = size_of(".log");
 
     let session = format!("{TOOL_CALLS}-tool-call session, {} calls", events.len());
     let python = "python3 hook that only parses stdin";
@@ -208,6 +215,10 @@ fn main() {
         json!({"surface": "hook", "operation": format!("state file after {session}"),
                      "ours_ns": state_bytes, "unit": "bytes", "peer": null, "peer_ns": null}),
     );
+    rows.push(json!({"surface": "hook",
+                     "operation": format!("session record (report) after {session}"),
+                     "ours_ns": record_bytes, "unit": "bytes", "peer": null, "peer_ns": null,
+                     "note": "appended, cut to its last half past 256 KB"}));
 
     let out: PathBuf = std::env::var_os("AGENTBREAKER_BENCH_OUT")
         .map(PathBuf::from)
@@ -236,5 +247,8 @@ fn main() {
             ms(quantile(t, 1.0))
         );
     }
-    println!("  state file: {state_bytes} bytes; wrote {}", out.display());
+    println!(
+        "  state file: {state_bytes} bytes, record: {record_bytes} bytes; wrote {}",
+        out.display()
+    );
 }

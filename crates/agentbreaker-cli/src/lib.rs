@@ -5,6 +5,8 @@
 
 pub mod eval;
 pub mod hook;
+pub mod html_report;
+pub mod metrics_file;
 pub mod ralph;
 pub mod replay;
 pub mod report;
@@ -12,5 +14,6 @@ pub mod settings;
 pub mod stream;
 pub mod supervise;
 pub mod timeline;
+pub mod trace;
 pub mod watch;
 pub mod worktree;

@@ -1,6 +1,9 @@
 //! `agentbreaker`: put a circuit breaker in front of an agent CLI without writing code.
 
-use agentbreaker_cli::{eval, hook, ralph, replay, report, settings, stream, supervise, watch};
+use agentbreaker_cli::{
+    eval, hook, html_report, metrics_file, ralph, replay, report, settings, stream, supervise,
+    watch,
+};
 
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -49,6 +52,44 @@ enum Cmd {
     Hook(hook::cli::HookCli),
     /// List the sessions `agentbreaker hook` watches, with their counters.
     Status(hook::cli::StatusArgs),
+    /// Draw a session as a one-page HTML timeline: steps, tool calls, warnings, the halt.
+    Report(ReportArgs),
+}
+
+/// `--metrics-file` and `--metrics-task` (docs/observability.md).
+#[derive(Debug, Args, Clone)]
+struct MetricsArgs {
+    /// Write the metrics to FILE in the Prometheus text format (for node_exporter's textfile
+    /// collector): replaced atomically, at most once a second and at exit.
+    #[arg(long, value_name = "FILE")]
+    metrics_file: Option<PathBuf>,
+    /// Add the task attribute to the metrics (one series per task: only for few tasks).
+    #[arg(long, requires = "metrics_file")]
+    metrics_task: bool,
+}
+
+impl MetricsArgs {
+    fn export(&self) -> Option<std::sync::Arc<metrics_file::MetricsExport>> {
+        self.metrics_file
+            .clone()
+            .map(|p| metrics_file::MetricsExport::new(p, self.metrics_task))
+    }
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// A `run --report` JSON file, a recording (replayed as `replay` does), a hook session's
+    /// state file, or a hook session id (`agentbreaker status` lists them).
+    session: String,
+    /// Write the page to FILE (default: stdout).
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Where hook sessions are kept (default: $AGENTBREAKER_STATE_DIR, else
+    /// ~/.agentbreaker/sessions).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    limits: Limits,
 }
 
 #[derive(Debug, Args)]
@@ -134,6 +175,8 @@ struct RunArgs {
     /// No live status line.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    metrics: MetricsArgs,
     /// The agent command and its arguments (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -177,6 +220,8 @@ struct LoopArgs {
     /// No live status line.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    metrics: MetricsArgs,
     /// The command that runs one iteration (after `--`).
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -292,9 +337,10 @@ fn cmd_run(args: &RunArgs) -> i32 {
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
     let mut watch = match Watch::new(s.monitor_config(), SystemClock::shared()) {
-        Ok(w) => w,
+        Ok(w) => w.with_metrics(args.metrics.export()),
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
+    watch.metrics_tick();
     let mut supervisor = match Supervisor::new() {
         Ok(s) => s,
         Err(e) => return fail(EXIT_IO, &format!("cannot install signal handlers: {e}")),
@@ -314,6 +360,7 @@ fn cmd_run(args: &RunArgs) -> i32 {
             );
         }
     };
+    watch.finish_metrics();
     let code = match (&watch.halt, outcome.interrupted, outcome.agent) {
         (_, Some(sig), _) => 128 + sig,
         (Some(halt), None, _) => report::exit_code(halt),
@@ -407,10 +454,41 @@ fn cmd_loop(args: &LoopArgs) -> i32 {
             state_dir: args.state_dir.clone(),
             format: args.limits.format,
             quiet: args.quiet,
+            metrics: args.metrics.export(),
         },
         &s,
     )
 }
+
+fn cmd_report(args: &ReportArgs) -> i32 {
+    let s = match settings(&args.limits) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_CONFIG, &e),
+    };
+    let source = match html_report::load(
+        &args.session,
+        args.state_dir.as_deref(),
+        &s,
+        args.limits.format,
+    ) {
+        Ok(src) => src,
+        Err(e) => return fail(EXIT_NOT_FOUND_FILE, &e),
+    };
+    let page = html_report::render(&source);
+    match &args.output {
+        Some(path) => {
+            if let Err(e) = metrics_file::write_text_atomic(path, &page) {
+                return fail(EXIT_IO, &format!("cannot write {}: {e}", path.display()));
+            }
+            eprintln!("agentbreaker: wrote {}", path.display());
+        }
+        None => out(&page),
+    }
+    0
+}
+
+/// `report` of a session that is neither a file nor a known session: EX_NOINPUT.
+const EXIT_NOT_FOUND_FILE: i32 = 66;
 
 fn cmd_config(args: &ConfigArgs) -> i32 {
     let base = match Settings::from_profile(&args.profile) {
@@ -597,6 +675,7 @@ fn main() -> ExitCode {
         Cmd::Eval(a) => cmd_eval(a),
         Cmd::Hook(a) => hook::cli::run_hook(a),
         Cmd::Status(a) => hook::cli::run_status(a),
+        Cmd::Report(a) => cmd_report(a),
     };
     ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
 }

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use agentbreaker::{
     Action, ExitReason, Loop, LoopConfig, Observation, Outcome as LoopOutcome, State, SystemClock,
@@ -15,6 +16,7 @@ use agentbreaker::{
 };
 use serde_json::{Value, json};
 
+use crate::metrics_file::MetricsExport;
 use crate::report::{EXIT_BUDGET, EXIT_CONFIG, EXIT_IO, EXIT_LOOP, EXIT_NOT_FOUND, card, slug};
 use crate::settings::Settings;
 use crate::stream::Format;
@@ -37,6 +39,8 @@ pub struct LoopRun {
     pub format: Format,
     /// No live status line.
     pub quiet: bool,
+    /// Where the metrics go (`--metrics-file`): every iteration's Monitor and the loop's breaker.
+    pub metrics: Option<Arc<MetricsExport>>,
 }
 
 fn say(text: &str) {
@@ -156,8 +160,17 @@ pub fn exit_code(reason: ExitReason) -> i32 {
     }
 }
 
-/// Runs the loop; returns the process exit code.
+/// Runs the loop; returns the process exit code. The metrics file, if any, is written at the end
+/// whatever the outcome.
 pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
+    let code = run_loop_inner(args, settings);
+    if let Some(m) = &args.metrics {
+        m.flush();
+    }
+    code
+}
+
+fn run_loop_inner(args: &LoopRun, settings: &Settings) -> i32 {
     let state_path = args.state_dir.join("state.json");
     if args.reset {
         match std::fs::remove_file(&state_path) {
@@ -182,6 +195,19 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
             return EXIT_CONFIG;
         }
     };
+    if let Some(m) = &args.metrics {
+        // The loop's own breaker: its state changes (breaker="loop").
+        let sink = Arc::clone(m);
+        agent_loop.add_listener(Arc::new(move |e: &agentbreaker::Event| {
+            sink.record(&agentbreaker::metrics::event_updates(
+                e,
+                "loop",
+                sink.options(),
+            ));
+            Ok(())
+        }));
+        m.tick();
+    }
     let previous = match restore(&state_path, &agent_loop) {
         Ok(n) => n,
         Err(code) => return code,
@@ -210,7 +236,7 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
         iteration = iteration.saturating_add(1);
         let before = WorkTree::snapshot(&cwd);
         let mut watch = match Watch::new(settings.monitor_config(), SystemClock::shared()) {
-            Ok(w) => w,
+            Ok(w) => w.with_metrics(args.metrics.clone()),
             Err(e) => {
                 say(&e);
                 return EXIT_CONFIG;
@@ -229,6 +255,10 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
                 return EXIT_NOT_FOUND;
             }
         };
+        if let Some(m) = &args.metrics {
+            // Tasks the iteration left open (its own was closed by its done heartbeat).
+            m.end_open_tasks(&watch.monitor);
+        }
         if let Some(sig) = outcome.interrupted {
             let _ = save(&state_path, &state_doc(iteration, &agent_loop, None));
             say(&format!(

@@ -172,6 +172,7 @@ pub fn report_json(
         "malformedLines": malformed,
         "events": watch.events,
         "invalidEvents": watch.invalid_json(),
+        "trace": watch.trace,
     })
 }
 

@@ -264,6 +264,7 @@ impl Run {
                     let said = watch.tick();
                     self.tell(&said);
                 }
+                watch.metrics_tick();
                 self.draw_status(watch);
             }
             if matches!(phase, Stage::Running) && watch.halt.is_some() {

@@ -2,8 +2,13 @@
 //! `loop`) and a recording (`replay`): the parsers' events go to the Monitor, its verdicts are
 //! kept, and what the core refuses is counted, not dropped.
 
+use std::sync::Arc;
+
 use agentbreaker::{Monitor, MonitorConfig, SharedClock, Verdict};
 use serde_json::{Value, json};
+
+use crate::metrics_file::MetricsExport;
+use crate::trace::Trace;
 
 /// How many refused events are kept as examples (all are counted).
 const MAX_INVALID_SAMPLES: usize = 8;
@@ -33,13 +38,21 @@ pub struct Watch {
     pub errors: Vec<String>,
     /// Files changed according to the stream's `progress` events.
     pub files_changed: u64,
+    /// What happened, step by step, for `agentbreaker report` (bounded).
+    pub trace: Trace,
+    /// Where the Monitor's metrics go (`--metrics-file`).
+    pub metrics: Option<Arc<MetricsExport>>,
+    clock: SharedClock,
 }
 
 impl Watch {
     /// A watch with a new Monitor of `config` on `clock`.
     pub fn new(config: MonitorConfig, clock: SharedClock) -> Result<Self, String> {
         Ok(Watch {
-            monitor: Monitor::with_clock(config, clock).map_err(|e| e.to_string())?,
+            monitor: Monitor::with_clock(config, clock.clone()).map_err(|e| e.to_string())?,
+            trace: Trace::default(),
+            metrics: None,
+            clock,
             events: 0,
             invalid: 0,
             invalid_samples: Vec::new(),
@@ -49,6 +62,31 @@ impl Watch {
             errors: Vec::new(),
             files_changed: 0,
         })
+    }
+
+    /// Sends the Monitor's metrics to `export` (`--metrics-file`).
+    pub fn with_metrics(mut self, export: Option<Arc<MetricsExport>>) -> Self {
+        if let Some(e) = &export {
+            e.attach(&self.monitor);
+        }
+        self.metrics = export;
+        self
+    }
+
+    /// Writes the metrics file when it is due (once a second at most).
+    pub fn metrics_tick(&self) {
+        if let Some(m) = &self.metrics {
+            m.tick();
+        }
+    }
+
+    /// The run is over: the open tasks' steps are recorded (`outcome="ended"`) and the metrics
+    /// file written.
+    pub fn finish_metrics(&self) {
+        if let Some(m) = &self.metrics {
+            m.end_open_tasks(&self.monitor);
+            m.flush();
+        }
     }
 
     /// Observes `events` in order; returns the warnings and the halt they earned. After a halt
@@ -63,6 +101,7 @@ impl Watch {
             match self.monitor.observe(event) {
                 Ok(v) => {
                     self.events += 1;
+                    self.trace.event(self.clock.now_ms(), event, &v);
                     if self.record(&v) {
                         said.push(v);
                     }
@@ -99,6 +138,7 @@ impl Watch {
             if self.halt.is_some() {
                 break;
             }
+            self.trace.verdict(self.clock.now_ms(), &v);
             if self.record(&v) {
                 said.push(v);
             }

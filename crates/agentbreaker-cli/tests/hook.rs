@@ -646,7 +646,7 @@ fn state_older_than_a_day_is_cleaned_up() {
     let sb = Sandbox::new();
     sb.call("claude", &pre("old", 1, "ls"));
     let old: Vec<String> = sb.state_files();
-    assert_eq!(old.len(), 2, "{old:?}");
+    assert_eq!(old.len(), 3, "{old:?}"); // the state, the lock, the record (`<key>.log`)
     for f in &old {
         let status = Command::new("touch")
             .args(["-d", "2 days ago"])
@@ -1025,7 +1025,8 @@ fn session_ids_never_become_paths() {
         assert_eq!(c.code, 0, "{id:?}: {c:?}");
     }
     let files = sb.state_files();
-    assert_eq!(files.len(), 12, "{files:?}");
+    // Per session: its state, its lock and its record for `agentbreaker report` (`<key>.log`).
+    assert_eq!(files.len(), 18, "{files:?}");
     for f in &files {
         assert!(f.len() <= 70, "{f}");
         assert!(

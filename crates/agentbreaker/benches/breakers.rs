@@ -350,6 +350,80 @@ fn monitor(c: &mut Criterion) {
     g.finish();
 }
 
+/// Issue 22: what the metrics cost per verdict. The Monitor's observe of a tool_use (one
+/// `agentbreaker.tool_calls` update) with a recorder adding into a `Registry`, as `run
+/// --metrics-file` sets it up (compare with "Monitor observe of a tool_use event"); and the work of
+/// a halt verdict (its updates built by the pure function and added to a registry: a counter with
+/// its reason and the steps histogram), the most an ordinary verdict adds.
+fn metrics(c: &mut Criterion) {
+    use agentbreaker::metrics::{self, Registry, Update};
+    use std::sync::Mutex;
+
+    let mut config = MonitorConfig::default();
+    config.budget.max_tool_calls_per_task = u64::MAX / 2;
+    config.budget.max_task_duration_secs = u64::MAX / 4000;
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    let uses: Vec<serde_json::Value> = words
+        .iter()
+        .map(|w| {
+            serde_json::json!({"type": "tool_use", "name": "Bash", "id": w,
+                               "input": {"command": format!("pytest -q tests/{w}")}})
+        })
+        .collect();
+    let results: Vec<serde_json::Value> = words
+        .iter()
+        .map(|w| serde_json::json!({"type": "tool_result", "id": w, "ok": true, "text": w}))
+        .collect();
+    let mut g = c.benchmark_group("Monitor observe of a tool_use event, metrics recorded");
+    let m = Monitor::with_clock(config, ManualClock::shared(0)).unwrap();
+    let registry = Arc::new(Mutex::new(Registry::new()));
+    let sink = Arc::clone(&registry);
+    m.set_metrics_recorder(
+        Some(Arc::new(move |u: &[Update]| {
+            sink.lock().unwrap().record_all(u)
+        })),
+        metrics::Options::default(),
+    );
+    let mut i = 0usize;
+    g.bench_function("agentbreaker", |b| {
+        b.iter_batched(
+            || {
+                i = (i + 1) % words.len();
+                m.observe(&results[(i + words.len() - 1) % words.len()])
+                    .unwrap();
+                i
+            },
+            |i| black_box(m.observe(&uses[i]).unwrap()),
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+    assert!(registry.lock().unwrap().total(&metrics::TOOL_CALLS) > 0.0);
+
+    let mut g = c.benchmark_group("metrics of a halt verdict, recorded in a registry");
+    let halt = agentbreaker::Verdict {
+        action: agentbreaker::VerdictAction::Halt,
+        reason: Some(agentbreaker::Rule::RepeatedStep),
+        message: Some("the same step 5 times in a row (5 of 5): `pytest -q`".into()),
+        nudge: None,
+        task_id: Some("session".into()),
+        step: 12,
+        detail: None,
+    };
+    let mut r = Registry::new();
+    g.bench_function("agentbreaker", |b| {
+        b.iter(|| {
+            r.record_all(&metrics::verdict_updates(
+                black_box(&halt),
+                metrics::Options::default(),
+            ))
+        })
+    });
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -361,6 +435,6 @@ criterion_group! {
     name = benches;
     config = config();
     targets = closed_path, open_path, two_threads, stagnation, budget, analyzer, agent_loop,
-        monitor
+        monitor, metrics
 }
 criterion_main!(benches);

@@ -36,6 +36,7 @@ pub mod events;
 pub mod failure;
 pub mod fingerprint;
 pub mod interop;
+pub mod metrics;
 pub mod monitor;
 pub mod persist;
 pub mod profiles;

@@ -31,6 +31,13 @@ pub struct HookCli {
     /// A TOML configuration file instead of the project's agentbreaker.toml (the event's cwd).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// After each call, write the live sessions' metrics to FILE in the Prometheus text format
+    /// (for node_exporter's textfile collector; docs/observability.md).
+    #[arg(long, value_name = "FILE")]
+    metrics_file: Option<PathBuf>,
+    /// Add the task attribute (the subagent, or `session`) to the metrics.
+    #[arg(long)]
+    metrics_task: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,6 +70,9 @@ struct InstallArgs {
     /// The profile the hooks use (default: coding-agent).
     #[arg(long, value_name = "NAME")]
     profile: Option<String>,
+    /// The hooks also write the sessions' metrics to FILE (Prometheus text format).
+    #[arg(long, value_name = "FILE")]
+    metrics_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -81,8 +91,12 @@ pub struct StatusArgs {
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prometheus")]
     json: bool,
+    /// Print the live sessions' metrics (and the ended sessions' counters) in the Prometheus
+    /// text format.
+    #[arg(long)]
+    prometheus: bool,
 }
 
 fn print(text: &str) {
@@ -100,6 +114,8 @@ pub fn run_hook(cli: &HookCli) -> i32 {
             state_dir: cli.state_dir.clone(),
             profile: cli.profile.clone(),
             config: cli.config.clone(),
+            metrics_file: cli.metrics_file.clone(),
+            metrics_task: cli.metrics_task,
         }),
         Some(HookAction::Install(a)) => install_cmd(a, false),
         Some(HookAction::Uninstall(a)) => install_cmd(a, true),
@@ -118,7 +134,11 @@ pub fn run_hook(cli: &HookCli) -> i32 {
 
 /// Runs `agentbreaker status`; returns the exit code.
 pub fn run_status(args: &StatusArgs) -> i32 {
-    let (code, text) = status::status(args.state_dir.as_deref(), args.json);
+    let (code, text) = if args.prometheus {
+        status::prometheus(args.state_dir.as_deref())
+    } else {
+        status::status(args.state_dir.as_deref(), args.json)
+    };
     if code == 0 {
         print(&text);
     } else {
@@ -161,7 +181,12 @@ fn install_cmd(a: &InstallArgs, remove: bool) -> i32 {
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|| "agentbreaker".into())
     });
-    let command = install::hook_command(&program, agent, a.profile.as_deref());
+    let mut command = install::hook_command(&program, agent, a.profile.as_deref());
+    if let Some(f) = &a.metrics_file {
+        // An absolute path: the hooks run in the agent's working folder.
+        let f = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+        command = install::with_metrics_file(&command, &f.to_string_lossy());
+    }
     let change = match install::apply(&path, agent, &command, remove, a.dry_run) {
         Ok(c) => c,
         Err(e) => {

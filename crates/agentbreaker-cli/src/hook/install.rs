@@ -255,6 +255,11 @@ pub fn hook_command(program: &str, agent: Agent, profile: Option<&str>) -> Strin
     c
 }
 
+/// `command` with `--metrics-file PATH` added.
+pub fn with_metrics_file(command: &str, path: &str) -> String {
+    format!("{command} --metrics-file {}", shell_word(path))
+}
+
 fn shell_word(s: &str) -> String {
     if !s.is_empty()
         && s.chars()

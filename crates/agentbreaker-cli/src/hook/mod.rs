@@ -13,23 +13,27 @@
 
 pub mod cli;
 pub mod install;
+pub mod metrics;
 pub mod protocol;
 pub mod state;
 pub mod status;
+pub mod trace_file;
 pub mod transcript;
 
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agentbreaker::metrics::{Registry, Update};
 use agentbreaker::{ManualClock, Monitor, MonitorConfig, Verdict, VerdictAction};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::settings::{DEFAULT_FILE, Settings};
+use crate::trace::Trace;
 use protocol::{Agent, Decision, HookInput, Kind};
 use state::{Loaded, SessionState, StateDir};
 use transcript::Cursor;
@@ -56,6 +60,10 @@ pub struct HookArgs {
     pub profile: Option<String>,
     /// A configuration file instead of the project's `agentbreaker.toml`.
     pub config: Option<PathBuf>,
+    /// Where to write the live sessions' metrics (Prometheus text format) after each call.
+    pub metrics_file: Option<PathBuf>,
+    /// Add the task attribute to the metrics.
+    pub metrics_task: bool,
 }
 
 /// Where a call is, for the watchdog's message.
@@ -324,14 +332,27 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
     test_knobs("locked");
 
     if input.kind == Kind::SessionEnd {
+        // Its counters go on in the retired ones, so the totals never go down.
+        if let Loaded::State(st) = dir.load(&key) {
+            metrics::retire(&dir, &key, &st);
+        }
+        metrics::remove_sidecar(&dir, &key);
+        trace_file::remove(&dir, &key);
         dir.remove(&key);
         drop(lock);
-        return Ok(Reply::default());
+        let mut reply = Reply::default();
+        if let Some(path) = &args.metrics_file
+            && let Err(e) = metrics::write_file(&dir, path)
+        {
+            reply.note = Some(e);
+        }
+        return Ok(reply);
     }
     let now = state::now_ms();
     let mut notes: Vec<String> = Vec::new();
     let fresh_start = matches!(&input.kind, Kind::SessionStart { source } if source == "startup" || source == "clear");
     let loaded = if fresh_start {
+        trace_file::remove(&dir, &key);
         Loaded::Fresh
     } else {
         dir.load(&key)
@@ -382,7 +403,25 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
         );
     }
 
-    let decision = decide(&input, &mut st, &monitor, &mut notes);
+    // What this call's events do to the metrics, added to the session's counters below.
+    let call_metrics = Arc::new(Mutex::new(Registry::new()));
+    let sink = Arc::clone(&call_metrics);
+    monitor.set_metrics_recorder(
+        Some(Arc::new(move |u: &[Update]| {
+            sink.lock().unwrap_or_else(|p| p.into_inner()).record_all(u);
+        })),
+        agentbreaker::metrics::Options {
+            task: args.metrics_task,
+        },
+    );
+
+    // This call's entries of the session's record (`agentbreaker report`), appended below.
+    let mut trace = trace_file::call_trace();
+    let decision = decide(&input, &mut st, &monitor, &mut trace, &mut notes);
+    {
+        let call = call_metrics.lock().unwrap_or_else(|p| p.into_inner());
+        metrics::add_to_session(&mut st, &call);
+    }
 
     st.calls = st.calls.saturating_add(1);
     st.updated_ms = now;
@@ -391,12 +430,26 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
     }
     st.monitor = monitor.snapshot();
     let saved = dir.save(&key, &st, fsync_enabled());
+    if let Err(e) = trace_file::append(&dir, &key, &trace) {
+        notes.push(format!("cannot add to this session's record: {e}"));
+    }
+    if args.metrics_file.is_some()
+        && saved.is_ok()
+        && let Err(e) = metrics::write_sidecar(&dir, &key, &st)
+    {
+        notes.push(format!("cannot save this session's metrics: {e}"));
+    }
     drop(lock);
 
     let mut failed = false;
     if let Err(e) = saved {
         notes.push(e);
         failed = true;
+    }
+    if let Some(path) = &args.metrics_file
+        && let Err(e) = metrics::write_file(&dir, path)
+    {
+        notes.push(e);
     }
     Ok(Reply {
         stdout: protocol::render(&input, &decision),
@@ -618,6 +671,7 @@ fn decide(
     input: &HookInput,
     st: &mut SessionState,
     monitor: &Monitor,
+    trace: &mut Trace,
     notes: &mut Vec<String>,
 ) -> Decision {
     // A halted session: nothing more is counted, every tool call is denied, a Stop is told to
@@ -638,11 +692,14 @@ fn decide(
     let mut warnings: Vec<Verdict> = Vec::new();
     for e in &events {
         match monitor.observe(e) {
-            Ok(v) => match v.action {
-                VerdictAction::Halt if halt.is_none() => halt = Some(v),
-                VerdictAction::Warn => warnings.push(v),
-                _ => {}
-            },
+            Ok(v) => {
+                trace.event(metrics::now_ms(), e, &v);
+                match v.action {
+                    VerdictAction::Halt if halt.is_none() => halt = Some(v),
+                    VerdictAction::Warn => warnings.push(v),
+                    _ => {}
+                }
+            }
             Err(err) => notes.push(format!("an event was not counted ({err})")),
         }
     }

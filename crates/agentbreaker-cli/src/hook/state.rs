@@ -86,6 +86,10 @@ pub struct SessionState {
     pub session_halt: Option<Verdict>,
     /// The Monitor's snapshot.
     pub monitor: Value,
+    /// The session's counters in the metrics vocabulary (`agentbreaker::metrics::Registry` as
+    /// JSON; null before the first counted event).
+    #[serde(default)]
+    pub metrics: Value,
 }
 
 impl SessionState {
@@ -107,6 +111,7 @@ impl SessionState {
             pending_nudge: None,
             session_halt: None,
             monitor: Value::Null,
+            metrics: Value::Null,
         }
     }
 }
@@ -357,11 +362,17 @@ impl StateDir {
         for entry in entries.flatten().take(100_000) {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
+            if name.starts_with("retired.") {
+                continue; // the counters of ended sessions (hook/metrics.rs)
+            }
             let keep_for = if name.contains(".corrupt-") {
                 ASIDE_KEPT
             } else if name.starts_with('.') && name.ends_with(".tmp") {
                 TEMP_STALE
-            } else if name.ends_with(".json") || name.ends_with(".lock") {
+            } else if name.ends_with(".json")
+                || name.ends_with(".lock")
+                || name.ends_with(super::trace_file::SUFFIX)
+            {
                 STALE_AFTER
             } else {
                 continue;
@@ -371,6 +382,22 @@ impl StateDir {
                 .and_then(|m| m.modified())
                 .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > keep_for));
             if old {
+                // A session's counters file goes with its session (below), which retires it.
+                if let Some(key) = name.strip_suffix(super::metrics::SIDECAR_SUFFIX)
+                    && self.state_path(key).exists()
+                {
+                    continue;
+                }
+                // A stale session's counters go on counting in the retired ones.
+                if let Some(key) = name.strip_suffix(".json")
+                    && !key.contains('.')
+                {
+                    if let Ok(Some(st)) = read_state(&entry.path()) {
+                        super::metrics::retire(self, key, &st);
+                    }
+                    super::metrics::remove_sidecar(self, key);
+                    super::trace_file::remove(self, key);
+                }
                 let _ = std::fs::remove_file(entry.path());
             }
         }
@@ -387,7 +414,9 @@ impl StateDir {
             .filter_map(|e| {
                 let name = e.file_name().to_str()?.to_string();
                 let key = name.strip_suffix(".json")?.to_string();
-                if key.starts_with('.') {
+                // Session keys have no dot: `.tmp` files, counters files and the retired
+                // counters are not sessions.
+                if key.starts_with('.') || key.contains('.') {
                     return None;
                 }
                 let state = read_state(&e.path())

@@ -88,6 +88,30 @@ pub fn status(state_dir: Option<&Path>, as_json: bool) -> (i32, String) {
     (0, text(&path, &sessions, &unreadable, now))
 }
 
+/// `agentbreaker status --prometheus`: the live sessions' counters and the ended sessions'
+/// (docs/observability.md), in the Prometheus text format: `(exit code, stdout)`.
+pub fn prometheus(state_dir: Option<&Path>) -> (i32, String) {
+    let path = match dir_path(state_dir) {
+        Ok(p) => p,
+        Err(e) => return (78, format!("agentbreaker: {e}\n")),
+    };
+    let now = state::now_ms();
+    let dir = StateDir { path: path.clone() };
+    let mut live = Vec::new();
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+        for (_, st) in dir.list() {
+            if let Ok(s) = st
+                && now.saturating_sub(s.updated_ms) <= state::STALE_AFTER.as_millis() as u64
+            {
+                live.push(s);
+            }
+        }
+    }
+    live.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
+    let total = super::metrics::sum_of_sessions(&dir, live.iter());
+    (0, total.to_prometheus())
+}
+
 /// A count as people write it (`5`, not `5.0`).
 fn figure(v: &Value) -> String {
     match v.as_f64() {
@@ -201,6 +225,11 @@ pub fn reset(state_dir: Option<&Path>, session_id: &str) -> Result<String, Strin
         ));
     }
     let lock = dir.lock(&key)?;
+    if let super::state::Loaded::State(st) = dir.load(&key) {
+        super::metrics::retire(&dir, &key, &st);
+    }
+    super::metrics::remove_sidecar(&dir, &key);
+    super::trace_file::remove(&dir, &key);
     dir.remove(&key);
     drop(lock);
     Ok(format!(

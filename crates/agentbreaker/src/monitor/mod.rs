@@ -41,7 +41,8 @@ mod verdict;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,7 @@ use crate::budget::{Phase, SESSION_TASK};
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Event, Listeners};
+use crate::metrics::{self, Recorder, TaskOutcome, Update};
 use crate::persist;
 
 pub use config::{DEFAULT_PROFILE, MAX_TOOL_LIMITS, MonitorConfig};
@@ -117,12 +119,23 @@ impl Inner {
     }
 }
 
+/// Where the metric updates of one call go while the state lock is held (`None`: no recorder,
+/// no metrics work).
+struct MetricsOut<'a> {
+    updates: &'a mut Vec<Update>,
+    options: metrics::Options,
+}
+
 /// Watches one agent (contract section 11). Every method takes `&self`; it is `Send + Sync`.
 pub struct Monitor {
     config: MonitorConfig,
     clock: SharedClock,
     inner: Mutex<Inner>,
     listeners: Listeners,
+    /// The metrics recorder and its options ([`Monitor::set_metrics_recorder`]).
+    recorder: RwLock<Option<(Recorder, metrics::Options)>>,
+    /// Whether a recorder is set: one relaxed load on the hot path when none is.
+    recording: AtomicBool,
 }
 
 impl fmt::Debug for Monitor {
@@ -161,7 +174,43 @@ impl Monitor {
             clock,
             inner: Mutex::new(Inner::default()),
             listeners: Listeners::default(),
+            recorder: RwLock::new(None),
+            recording: AtomicBool::new(false),
         })
+    }
+
+    /// Sends the metric updates of every later event to `recorder` (`None` stops it): tool calls,
+    /// spend, warnings, halts and the steps of each task that ends, in the vocabulary of
+    /// [`crate::metrics`]. The recorder is called after the event, outside the Monitor's lock,
+    /// once per event that changed a metric, with that event's updates; a halt is reported once
+    /// (a halted task's later events repeat its verdict but record nothing). Without a recorder
+    /// the Monitor does no metrics work.
+    pub fn set_metrics_recorder(&self, recorder: Option<Recorder>, options: metrics::Options) {
+        let mut slot = self.recorder.write().unwrap_or_else(|p| p.into_inner());
+        self.recording.store(recorder.is_some(), Ordering::Release);
+        *slot = recorder.map(|r| (r, options));
+    }
+
+    fn metrics_options(&self) -> Option<metrics::Options> {
+        if !self.recording.load(Ordering::Acquire) {
+            return None;
+        }
+        let slot = self.recorder.read().unwrap_or_else(|p| p.into_inner());
+        slot.as_ref().map(|(_, o)| *o)
+    }
+
+    fn record(&self, updates: &[Update]) {
+        if updates.is_empty() {
+            return;
+        }
+        let recorder = {
+            let slot = self.recorder.read().unwrap_or_else(|p| p.into_inner());
+            slot.as_ref().map(|(r, _)| std::sync::Arc::clone(r))
+        };
+        if let Some(r) = recorder {
+            // A recorder that panics must not take the caller down (as a listener would not).
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r(updates)));
+        }
     }
 
     /// A monitor from a JSON config (contract section 11's keys).
@@ -193,11 +242,18 @@ impl Monitor {
 
     fn observe_valid(&self, event: &MonitorEvent<'_>) -> Result<Verdict> {
         let now = self.clock.now_ms();
+        let mut updates = Vec::new();
+        let options = self.metrics_options();
         let verdict = {
             let mut inner = self.lock();
-            self.observe_locked(&mut inner, event, now)?
+            let m = options.map(|options| MetricsOut {
+                updates: &mut updates,
+                options,
+            });
+            self.observe_locked(&mut inner, event, now, m)?
         };
         self.listeners.deliver();
+        self.record(&updates);
         Ok(verdict)
     }
 
@@ -206,6 +262,7 @@ impl Monitor {
         inner: &mut Inner,
         event: &MonitorEvent<'_>,
         now: u64,
+        mut m: Option<MetricsOut<'_>>,
     ) -> Result<Verdict> {
         let c = &self.config;
         let kind = &event.kind;
@@ -213,9 +270,21 @@ impl Monitor {
             inner.ignored_events = inner.ignored_events.saturating_add(1);
             return Ok(Verdict::proceed(None, 0));
         }
-        if let MonitorEventKind::Heartbeat(Phase::Done | Phase::Error) = kind {
+        if let MonitorEventKind::Heartbeat(phase @ (Phase::Done | Phase::Error)) = kind {
             inner.last_event_at = Some(now);
             let id = event.task_id.as_deref().unwrap_or(SESSION_TASK);
+            if let Some(m) = &mut m
+                && let Some(task) = inner.index(id).map(|i| &inner.tasks[i])
+                && task.halt.is_none()
+            {
+                let outcome = if *phase == Phase::Done {
+                    TaskOutcome::Done
+                } else {
+                    TaskOutcome::Error
+                };
+                m.updates
+                    .push(metrics::task_end(task.step_number(), outcome));
+            }
             inner.close(id);
             return Ok(Verdict::proceed(Some(id.to_string()), 0));
         }
@@ -246,9 +315,14 @@ impl Monitor {
         let task = &mut inner.tasks[i];
         task.last_event_at = now;
         let mut out = Outcome::default();
+        let spent_before = task.spend_cents;
         match kind {
             MonitorEventKind::Assistant { text } => task.assistant(text, c, now, &mut out),
             MonitorEventKind::ToolUse { name, input, id } => {
+                if let Some(m) = &mut m {
+                    m.updates
+                        .push(metrics::tool_call(Some(&task.id), m.options));
+                }
                 task.tool_use(name, input, id.as_deref(), c, now, &mut out)
             }
             MonitorEventKind::ToolResult { ok, text, id, name } => {
@@ -272,13 +346,32 @@ impl Monitor {
             }
             MonitorEventKind::Unknown => {}
         }
+        if let Some(m) = &mut m
+            && task.spend_cents > spent_before
+        {
+            let cents = task.spend_cents - spent_before;
+            m.updates
+                .push(metrics::spend(cents, Some(&task.id), m.options));
+        }
         let step = task.step_number();
-        Ok(self.settle(task, out, step, now))
+        Ok(self.settle(task, out, step, now, m))
     }
 
     /// The verdict of an outcome: its halt (kept on the task), else its first warning, else
-    /// continue. Every warning and halt goes to the listeners.
-    fn settle(&self, task: &mut Task, out: Outcome, step: u64, now: u64) -> Verdict {
+    /// continue. Every warning and halt goes to the listeners (and the metrics).
+    fn settle(
+        &self,
+        task: &mut Task,
+        out: Outcome,
+        step: u64,
+        now: u64,
+        m: Option<MetricsOut<'_>>,
+    ) -> Verdict {
+        if let Some(m) = m {
+            for v in out.warnings.iter().chain(out.halt.iter()) {
+                m.updates.extend(metrics::verdict_updates(v, m.options));
+            }
+        }
         let events = out
             .warnings
             .iter()
@@ -303,6 +396,8 @@ impl Monitor {
     pub fn tick(&self) -> Vec<Verdict> {
         let now = self.clock.now_ms();
         let mut verdicts = Vec::new();
+        let mut updates = Vec::new();
+        let options = self.metrics_options();
         {
             let mut guard = self.lock();
             let inner = &mut *guard;
@@ -317,13 +412,18 @@ impl Monitor {
                     task.check_idle(&self.config, idle_since, now, &mut out);
                 }
                 let step = task.step_number();
-                let v = self.settle(task, out, step, now);
+                let m = options.map(|options| MetricsOut {
+                    updates: &mut updates,
+                    options,
+                });
+                let v = self.settle(task, out, step, now, m);
                 if v.action != VerdictAction::Continue {
                     verdicts.push(v);
                 }
             }
         }
         self.listeners.deliver();
+        self.record(&updates);
         verdicts
     }
 

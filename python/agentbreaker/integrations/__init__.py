@@ -1,0 +1,1 @@
+"""Integrations of agentbreaker with other libraries; each imports its library lazily."""
