@@ -144,7 +144,32 @@ test('breakers: state changes, their warnings and budget halts', async () => {
   assert.throws(() => instrument({}), (e) => e.code === 'INVALID_ARGUMENT')
 })
 
+/** The vocabulary as the core defines it (crates/agentbreaker/src/metrics.rs), read from its source. */
+function coreVocabulary() {
+  const fs = require('node:fs')
+  const path = require('node:path')
+  const source = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'crates', 'agentbreaker', 'src', 'metrics.rs'), 'utf8')
+  const rustString = (text) => JSON.parse(`"${text.replace(/\\\n\s*/g, '')}"`)
+  const metrics = []
+  for (const [, body] of source.matchAll(/pub const [A-Z_]+: Metric = Metric \{([\s\S]*?)\n\};/g)) {
+    const field = (key) => body.match(new RegExp(`${key}: ((?:"(?:[^"\\\\]|\\\\[\\s\\S])*")|[A-Za-z:]+)`))[1]
+    metrics.push({
+      name: rustString(field('name').slice(1, -1)),
+      instrument: field('instrument') === 'Instrument::Counter' ? 'counter' : 'histogram',
+      unit: rustString(field('unit').slice(1, -1)),
+      description: rustString(field('description').slice(1, -1)),
+    })
+  }
+  const buckets = source.match(/pub const STEP_BUCKETS: \[f64; \d+\] = \[([^\]]*)\]/)[1].split(',').map(Number)
+  return { metrics, buckets }
+}
+
 test('the vocabulary is the core\'s (docs/observability.md), and the global meter provider is the default', async () => {
+  const core = coreVocabulary()
+  assert.equal(core.metrics.length, 6)
+  const byName = new Map(core.metrics.map((m) => [m.name, m]))
+  assert.deepEqual(VOCABULARY.map(({ buckets, ...m }) => m), VOCABULARY.map((v) => byName.get(v.name)))
+  assert.deepEqual(VOCABULARY.find((d) => d.buckets).buckets, core.buckets)
   assert.deepEqual(VOCABULARY.map((d) => [d.name, d.instrument, d.unit]), [
     ['agentbreaker.halts', 'counter', '{halt}'],
     ['agentbreaker.warnings', 'counter', '{warning}'],
