@@ -47,13 +47,13 @@ RELIABILITY_TARGETS += test-node-panic test-node-bad-input
 #   rm package-lock.json && npm install --package-lock-only --ignore-scripts --cache "$(mktemp -d)"
 # (that command also rewrites node_modules/.package-lock.json, this rule's stamp: `touch` the lock
 # afterwards so that the next make installs it).
-# --ignore-scripts: the build is the next, explicit step. --omit=optional: the optional packages
-# are per-platform binaries; the napi CLI builds without them, and the Claude Agent SDK's is its
-# 400 MB native `claude` CLI, which the tests never run (they spawn a stand-in,
-# test/support/fake-claude.mjs).
+# --ignore-scripts: the build is the next, explicit step. Optional dependencies are installed: the
+# Claude Agent SDK's per-platform `claude` binary (about 400 MB; the tests never run it, they spawn
+# test/support/fake-claude.mjs) comes with them, but --omit=optional would also leave out
+# @modelcontextprotocol/client, which @openai/agents-core 0.20 declares optional and loads always.
 $(NODE_MODULES_STAMP): node/package.json node/package-lock.json
 	$(PYTHON) tools/check_npm_lock.py node/package-lock.json
-	cd node && npm ci --ignore-scripts --omit=optional --no-audit --no-fund $(NPM_CACHE)
+	cd node && npm ci --ignore-scripts --no-audit --no-fund $(NPM_CACHE)
 	touch $@
 
 ## The addon, and node/index.js + node/index.d.ts regenerated.
