@@ -29,7 +29,6 @@ const {
   errorText,
   haltText,
   invalidArgument,
-  loadFramework,
   makeMonitor,
   needFramework,
   newTaskId,
@@ -39,12 +38,12 @@ const {
 } = require('./_common.js')
 
 const FRAMEWORK = 'LangChain v1 (langchain and @langchain/core)'
-needFramework('langchain', 'langchain', FRAMEWORK)
+const langchainPath = needFramework('langchain', 'langchain', FRAMEWORK)
 needFramework('langchain', '@langchain/core', FRAMEWORK)
-const langchain = loadFramework('langchain', 'langchain', FRAMEWORK)
+const langchain = require(langchainPath)
 const { AIMessage, ToolMessage, createMiddleware } = langchain
 // zod from LangChain's own dependency (its built-in middleware declare their state with it)
-const { z } = require(require.resolve('zod/v3', { paths: [require.resolve('langchain')] }))
+const { z } = require(require.resolve('zod/v3', { paths: [langchainPath] }))
 
 const NAME = 'AgentBreakerMiddleware'
 
