@@ -6,7 +6,13 @@
 #                    build generates; the node:test suites (the
 #                    conformance runner, one test per scenario, and the API tests); the TypeScript
 #                    check of test/types/usage.ts against index.d.ts; the README's one-line check;
-#                    the mutation check of the Node conformance runner
+#                    the mutation check of the Node conformance runner; test-node-integrations
+#   make test-node-integrations  the framework adapters (issue 18: agentbreaker/ai,
+#                    /openai-agents, /langchain, /claude-agent-sdk, /otel) on the real frameworks of
+#                    the lock file with their own test doubles, no network, no key
+#                    (test/integrations/*.test.js, which also run node/examples/), and the
+#                    `tsc --strict` check of every subpath against the frameworks' types
+#                    (test/types-integrations)
 #   make lint-node   rustfmt and clippy of the binding, `node --check` of the JavaScript
 #   make test-node-panic      the panic boundary (issue 10a): the addon built with the core's
 #                    test-panic feature (a debug build into <target dir>/node-test-panic, never into
@@ -33,13 +39,18 @@ BENCH_TARGETS += bench-node
 RELIABILITY_TARGETS += test-node-panic test-node-bad-input
 
 .PHONY: node test-node lint-node mutate-node node-test-panic test-node-panic test-node-bad-input \
-  bench-node
+  bench-node test-node-integrations
 
 # npm ci only when package.json or the lock file changed; under CI from an empty, throw-away cache
 # (NPM_CACHE), after checking that every lock entry has a version and a source (an entry without
 # one installs only from a warm cache). The lock file is written from an empty cache:
 #   rm package-lock.json && npm install --package-lock-only --ignore-scripts --cache "$(mktemp -d)"
-# --ignore-scripts: the build is the next, explicit step.
+# (that command also rewrites node_modules/.package-lock.json, this rule's stamp: `touch` the lock
+# afterwards so that the next make installs it).
+# --ignore-scripts: the build is the next, explicit step. Optional dependencies are installed: the
+# Claude Agent SDK's per-platform `claude` binary (about 400 MB; the tests never run it, they spawn
+# test/support/fake-claude.mjs) comes with them, but --omit=optional would also leave out
+# @modelcontextprotocol/client, which @openai/agents-core 0.20 declares optional and loads always.
 $(NODE_MODULES_STAMP): node/package.json node/package-lock.json
 	$(PYTHON) tools/check_npm_lock.py node/package-lock.json
 	cd node && npm ci --ignore-scripts --no-audit --no-fund $(NPM_CACHE)
@@ -62,6 +73,13 @@ test-node: $(NODE_MODULES_STAMP)
 	@echo "node: the README's one-line check prints CLOSED"
 	cd node && node bench/bench.js --smoke
 	$(MAKE) --no-print-directory mutate-node
+	$(MAKE) --no-print-directory test-node-integrations
+
+## The framework adapters on the real frameworks (node/test/integrations, node/examples) and the
+## TypeScript check of every subpath against the frameworks' own types.
+test-node-integrations: node
+	cd node && node --test --test-reporter=spec test/integrations/*.test.js
+	cd node && npx --no-install tsc --noEmit --strict -p test/types-integrations
 
 ## The addon with the core's test-panic feature, in its own directory (node/ stays panic-free).
 node-test-panic: $(NODE_MODULES_STAMP)
@@ -92,3 +110,5 @@ lint-node:
 	node --check node/agentbreaker.js
 	node --check node/scripts/install.js
 	for f in node/test/*.js node/test/support/*.mjs node/bench/*.js; do node --check $$f; done
+	for f in node/integrations/*.js node/examples/*.js node/test/integrations/*.js node/test/support/*.js; do \
+	  node --check $$f; done

@@ -1,0 +1,45 @@
+// agentbreaker/otel: OpenTelemetry metrics and span events for a Monitor or a breaker. See otel.js.
+import type { MeterProvider } from '@opentelemetry/api'
+import type { BudgetBreaker, ExitStrategy, FailureBreaker, Loop, Monitor, StagnationBreaker } from '../index.js'
+
+/** The instrumentation scope (the meter's name). */
+export declare const SCOPE: 'agentbreaker'
+export declare const SPAN_EVENT_WARNING: 'agentbreaker.warning'
+export declare const SPAN_EVENT_HALT: 'agentbreaker.halt'
+export declare const SPAN_EVENT_STATE_CHANGE: 'agentbreaker.state_change'
+
+/** One metric of the vocabulary (docs/observability.md). */
+export interface MetricDefinition {
+  name: string
+  instrument: 'counter' | 'histogram'
+  unit: string
+  description: string
+  buckets?: number[]
+}
+export declare const VOCABULARY: readonly MetricDefinition[]
+
+export type Instrumentable = Monitor | FailureBreaker | StagnationBreaker | BudgetBreaker | Loop | ExitStrategy
+
+export interface InstrumentOptions {
+  /** Default: the global meter provider. */
+  meterProvider?: MeterProvider
+  /** Add the `task` attribute (one series per task; at most 1000 task values). Default false. */
+  task?: boolean
+  /** Warnings, halts and state changes as events on the active span. Default true. */
+  spanEvents?: boolean
+  /** The `breaker` attribute of state changes. Default: the kind of object. */
+  breaker?: string
+}
+
+export declare class Instrumentation {
+  readonly target: Instrumentable
+  readonly breaker: string
+  get active(): boolean
+  /** Stops the metrics and span events of this instrumentation (idempotent). */
+  uninstrument(): void
+  /** A Monitor's only: observes the tasks still open as `outcome="ended"`. */
+  endTasks?: () => void
+}
+
+/** Reports the target's metrics to OpenTelemetry and its warnings and halts as span events. */
+export declare function instrument(target: Instrumentable, options?: InstrumentOptions): Instrumentation
