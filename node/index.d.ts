@@ -44,6 +44,8 @@ export interface StateChangeEvent {
   from: CircuitState
   to: CircuitState
   reason: string
+  /** The rule behind a change to OPEN or HALF_OPEN (`consecutive_failures`, or a stagnation rule); `null` for a recovery, a probe or a reset. */
+  slug: 'consecutive_failures' | NonNullable<StagnationDecision['slug']> | null
   atMs: number
 }
 
