@@ -456,6 +456,7 @@ test('StagnationBreaker: progress, transient errors, snapshot and restore', () =
     allowContinue: true,
     state: 'HALF_OPEN',
     reason: 'No progress in 2 consecutive iterations',
+    slug: 'no_progress',
   })
   const snapshot = breaker.snapshot()
   breaker.recordError('TypeError at line 12')
