@@ -27,8 +27,14 @@
 #                           server: target/bench/python-redis.jsonl
 #   make test-c-redis       the store keys of the C config JSON against a real server
 #                           (tests/c/redis_test.c, under valgrind)
+#   make test-node-redis    the same from Node: new FailureBreaker({store, key}) and new
+#                           Monitor({store, key}) in two processes on one key, the CLOSED hot path
+#                           answered with the server paused, bad configs, a refused password
+#                           (node/test/redis.js; each test starts its own server)
+#   make test-lua-redis     the same from Lua (lua/spec/redis_spec.lua) under lua5.4, luajit and
+#                           lua5.1, beside one server from tools/with_redis.sh
 
-TEST_TARGETS += test-redis test-python-redis test-c-redis
+TEST_TARGETS += test-redis test-python-redis test-c-redis test-node-redis test-lua-redis
 LINT_TARGETS += lint-redis
 RELIABILITY_TARGETS += reliability-redis
 BENCH_TARGETS += bench-redis bench-python-redis
@@ -38,7 +44,7 @@ FAULT_ROUNDS ?= 10
 STORE_REPEATS ?= 5
 
 .PHONY: test-redis test-python-redis test-c-redis lint-redis reliability-redis bench-redis \
-	bench-python-redis
+	bench-python-redis test-node-redis test-lua-redis
 
 test-redis:
 	$(call apt_install,redis-server openssl)
@@ -66,6 +72,18 @@ test-c-redis: c-deps c-lib
 	mkdir -p $(C_BIN)
 	$(CC) $(C_CFLAGS) $(C_TESTS)/redis_test.c -o $(C_BIN)/redis_test $(C_DYNAMIC) $(C_TEST_LIBS)
 	tools/with_redis.sh $(C_VALGRIND) $(C_BIN)/redis_test
+
+## node (mk/node.mk): the addon.
+test-node-redis: node
+	$(call apt_install,redis-server)
+	cd node && node --test --test-reporter=spec test/redis.js
+
+## lua and lua-deps (mk/lua.mk): the three modules.
+test-lua-redis: lua lua-deps
+	$(call apt_install,redis-server)
+	tools/with_redis.sh sh -c 'cd lua && for v in "5.4 lua5.4" "jit luajit" "5.1 lua5.1"; do \
+	  set -- $$v; LUA_CPATH="$(LUA_OUT)/$$1/?.so;;" $$2 $(BUSTED) -o ./libtest_output.lua \
+	  spec/redis_spec.lua || exit 1; done'
 
 lint-redis:
 	$(CARGO) clippy -p agentbreaker --no-default-features --all-targets -- -D warnings

@@ -847,5 +847,7 @@ module.exports.SystemClock = nativeBinding.SystemClock
 module.exports.analyze = nativeBinding.analyze
 module.exports.configFromEnv = nativeBinding.configFromEnv
 module.exports.fingerprint = nativeBinding.fingerprint
+module.exports.metricDefinitions = nativeBinding.metricDefinitions
+module.exports.metricUpdates = nativeBinding.metricUpdates
 module.exports.profile = nativeBinding.profile
 module.exports.profileNames = nativeBinding.profileNames

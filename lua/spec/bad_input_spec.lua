@@ -706,7 +706,7 @@ describe("the hot paths take exactly what the checked methods take", function()
     assert.are.equal("object", getmetatable(c).__jsontype)
     sb:recordProgress({})
     assert.are.same({ allowContinue = true, state = "HALF_OPEN",
-      reason = "No progress in 1 consecutive iterations" }, sb:check())
+      reason = "No progress in 1 consecutive iterations", slug = "no_progress" }, sb:check())
     sb:recordProgress({})
     assert.are.equal("OPEN", sb:check().state)
     assert.is_false(sb:check().allowContinue)

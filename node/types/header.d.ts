@@ -77,9 +77,42 @@ export interface EventListeners<E extends { type: string }> {
   off<K extends E['type']>(type: K, listener: (event: Extract<E, { type: K }>) => void): this
 }
 
+// Shared state in Redis (docs/distributed.md) --------------------------------------------------------
+
+/** While the store is unreachable: `'open'` the object decides locally, `'closed'` it refuses. */
+export type StoreFailure = 'open' | 'closed'
+
+/**
+ * The store keys of a FailureBreaker's config and of a Monitor's (its top level). Each call that
+ * needs a round trip waits for it on the JavaScript thread, at most `storeTimeoutMs`.
+ */
+export interface StoreConfig {
+  /** `redis://[[user]:password@]host[:port][/db]` or `rediss://...`; shared by every process on `key`. */
+  store?: string | null
+  /** The key prefix of the shared state; required with `store`. */
+  key?: string | null
+  /** The longest a call waits for the store, 1 to 60000 ms. Default 50. */
+  storeTimeoutMs?: number | null
+  /** Default `'open'`. */
+  storeFailure?: StoreFailure | null
+}
+
+/** Where a store-backed object's state lives now (`storeStatus()`); never holds a password. */
+export interface StoreStatus {
+  /** The store URL without its password. */
+  url: string
+  key: string
+  /** `'shared'`: in the store; `'local'`: decided locally while it is unreachable; `'refusing'`. */
+  mode: 'shared' | 'local' | 'refusing'
+  /** Outages since construction. */
+  outages: number
+  /** Why the last connection attempt or call failed (without the password). */
+  lastError: string | null
+}
+
 // FailureBreaker (contract section 2) ---------------------------------------------------------------
 
-export interface FailureConfig {
+export interface FailureConfig extends StoreConfig {
   /** Consecutive failures that open the circuit (>= 1). Default 5. */
   failureThreshold?: number
   /** The count that emits a warning; 0 = off. Default 3 (off when failureThreshold <= 3). */
@@ -692,12 +725,15 @@ export type MonitorEvent =
   | MonitorHeartbeatEvent
   | MonitorAliveEvent
 
-/** A Monitor's configuration: a profile, the breakers' keys laid over it key by key, the ladder. */
-export interface MonitorConfig {
+/**
+ * A Monitor's configuration: a profile, the breakers' keys laid over it key by key, the ladder;
+ * with `store` and `key`, each task's budget counters are shared by every process on the key.
+ */
+export interface MonitorConfig extends StoreConfig {
   /** Default `'coding-agent'`. */
   profile?: ProfileName | null
   /** Of these the Monitor uses `failureThreshold`, `identicalErrorThreshold` and `errorMatch`. */
-  failure?: FailureConfig | null
+  failure?: Omit<FailureConfig, keyof StoreConfig | 'statePath'> | null
   stagnation?: StagnationConfig | null
   budget?: BudgetConfig | null
   /** The most calls of a tool one task may make, by tool name (at most 256 tools). */
@@ -719,6 +755,10 @@ export interface ResolvedMonitorConfig {
   toolLimits: Record<string, number>
   warnBefore: number
   budgetWarnPercent: number
+  store: string | null
+  key: string | null
+  storeTimeoutMs: number
+  storeFailure: StoreFailure
 }
 
 /** Where one rule of a task stands. */
@@ -763,6 +803,32 @@ export interface MonitorSnapshot {
 }
 
 export interface Monitor extends EventListeners<VerdictEvent> {}
+
+// Metrics (docs/observability.md) ---------------------------------------------------------------------
+
+/** One metric of the vocabulary (`metricDefinitions()`). */
+export interface MetricDefinition {
+  /** The OpenTelemetry name (`'agentbreaker.halts'`). */
+  name: string
+  /** `'agentbreaker_halts_total'`. */
+  prometheusName: string
+  instrument: 'counter' | 'histogram'
+  /** The UCUM annotation (`'{halt}'`, `'{cent}'`). */
+  unit: string
+  description: string
+  /** The attribute keys it may carry (`task` only when asked). */
+  attributes: string[]
+  /** The histogram's bucket bounds. */
+  buckets?: number[]
+}
+
+/** `[name, value, attributes]`: add `value` to the counter `name`, or record it in the histogram. */
+export type MetricUpdate = [name: string, value: number, attributes: Record<string, string>]
+
+export interface MetricOptions {
+  /** Add the `task` attribute (task ids are unbounded: each is a new series). Default false. */
+  task?: boolean | null
+}
 
 /**
  * Thrown to stop an agent when a Monitor halts its task (the framework adapters throw it):

@@ -101,6 +101,7 @@ end
 
 local CircuitBreaker, cbMeta, cbOwn = class("CircuitBreaker")
 M.CircuitBreaker = CircuitBreaker
+M.FailureBreaker = CircuitBreaker -- the contract's name (`FailureBreaker.new{store=..., key=...}`)
 printable(cbMeta, "CircuitBreaker", function(cb)
   return ("%s, %d/%d failures"):format(cb.state, cb.consecutiveFailures, cb.threshold)
 end)

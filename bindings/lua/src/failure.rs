@@ -70,6 +70,9 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
             ret_json(lua, &status)
         })?
         .method("metrics", |lua, h, ()| ret_json(lua, &h.core.metrics()))?
+        .method("storeStatus", |lua, h, ()| {
+            ret_json(lua, &h.core.store_status())
+        })?
         .action("reset", FailureBreaker::reset)?
         .method("snapshot", |lua, h, ()| ret_json(lua, &h.core.snapshot()))?
         .method("restore", |lua, h, (snapshot,): (Value,)| {

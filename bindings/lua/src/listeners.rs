@@ -14,11 +14,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use agentbreaker::metrics::{Recorder, Update};
 use agentbreaker::{Error, Event, Listener, ListenerId, SeedLogLevel, seed_log_line};
-use mlua::{Function, IntoLuaMulti, Lua, RegistryKey, WeakLua};
+use mlua::{Function, IntoLuaMulti, Lua, RegistryKey, Value, WeakLua};
 
 use crate::convert;
-use crate::errors::lua_error;
+use crate::errors::{lua_error, wrong_argument};
+use crate::functions::updates_json;
 
 thread_local! {
     /// The Lua states running a raw function on this thread, innermost last.
@@ -41,22 +43,44 @@ impl Drop for Active {
     }
 }
 
+/// Calls the Lua function under `key` with `arguments(lua)`, if any, in the running Lua state.
+fn call<A: IntoLuaMulti>(
+    key: &RegistryKey,
+    arguments: impl FnOnce(&Lua) -> Option<mlua::Result<A>>,
+) -> Result<(), String> {
+    let lua = ACTIVE.with(|a| a.borrow().last().and_then(WeakLua::try_upgrade));
+    let lua = lua.ok_or("no Lua state is running agentbreaker on this thread")?;
+    let Some(arguments) = arguments(&lua) else {
+        return Ok(());
+    };
+    let call = |f: Function| f.call::<()>(arguments?);
+    lua.registry_value(key)
+        .and_then(call)
+        .map_err(|e| e.to_string())
+}
+
 /// A core listener calling the Lua function under `key` with `arguments(lua, event)`, if any.
 fn listener<A: IntoLuaMulti>(
     key: RegistryKey,
     arguments: impl Fn(&Lua, &Event) -> Option<mlua::Result<A>> + Send + Sync + 'static,
 ) -> Listener {
-    Arc::new(move |event: &Event| {
-        let lua = ACTIVE.with(|a| a.borrow().last().and_then(WeakLua::try_upgrade));
-        let lua = lua.ok_or("no Lua state is running agentbreaker on this thread")?;
-        let Some(arguments) = arguments(&lua, event) else {
-            return Ok(());
-        };
-        let call = |f: Function| f.call::<()>(arguments?);
-        lua.registry_value(&key)
-            .and_then(call)
-            .map_err(|e| e.to_string().into())
-    })
+    Arc::new(move |event: &Event| Ok(call(&key, |lua| arguments(lua, event))?))
+}
+
+/// The core metrics recorder of `f` (`nil`: none), calling it with the updates
+/// (`functions::updates_json`) as a listener is called; what it raises is dropped (a recorder
+/// must not stop the agent).
+pub(crate) fn recorder(lua: &Lua, f: Value) -> Result<Option<Recorder>, Error> {
+    let what = "Monitor.setMetricsRecorder: recorder";
+    let f = match f {
+        Value::Nil => return Ok(None),
+        Value::Function(f) => f,
+        other => return Err(wrong_argument(what, "a function or nil", &other)),
+    };
+    let key = lua.create_registry_value(f).map_err(lua_error)?;
+    Ok(Some(Arc::new(move |u: &[Update]| {
+        let _ = call(&key, |lua| Some(convert::to_lua(lua, &updates_json(u))));
+    })))
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);

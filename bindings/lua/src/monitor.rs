@@ -5,7 +5,8 @@ use agentbreaker::interop::ArgKind;
 use agentbreaker::{Monitor, MonitorConfig};
 use mlua::{Lua, Table, Value};
 
-use crate::{Methods, Options, convert, none, ret, ret_json};
+use crate::functions::metric_options;
+use crate::{Methods, Options, convert, listeners, none, ret, ret_json};
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
     Methods::<Monitor>::new(lua, raw, "Monitor")?
@@ -27,6 +28,15 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         })?
         .action("reset", Monitor::reset)?
         .method("config", |lua, h, ()| ret_json(lua, h.core.config()))?
+        .method("storeStatus", |lua, h, ()| {
+            ret_json(lua, &h.core.store_status())
+        })?
+        .method("setMetricsRecorder", |lua, h, (f, o): (Value, Value)| {
+            let options = metric_options(&o, "Monitor.setMetricsRecorder: options")?;
+            h.core
+                .set_metrics_recorder(listeners::recorder(lua, f)?, options);
+            none()
+        })?
         .listeners()?;
     Ok(())
 }

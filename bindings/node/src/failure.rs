@@ -126,6 +126,8 @@ methods!(FailureBreaker(Arc<agentbreaker::FailureBreaker>) emits ["stateChange",
     fn reset() = reset;
     "The persistent form of the state."
     fn snapshot() -> "FailureSnapshot" = snapshot;
+    "With `store`: where the state lives now, the URL without its password, outages; else `null`."
+    fn store_status() -> "StoreStatus | null" = store_status;
 });
 
 /// Sets `functions[name]` to a function bound to `work`, which runs as an export does ([`run`]:

@@ -146,6 +146,6 @@ pub use budget::BudgetBreaker;
 pub use clock::{ManualClock, SystemClock};
 pub use env::{config_from_env, profile, profile_names};
 pub use failure::FailureBreaker;
-pub use monitor::Monitor;
+pub use monitor::{Monitor, metric_definitions, metric_updates};
 pub use stagnation::StagnationBreaker;
 pub use strategy::{ExitStrategy, FixPlan, analyze, fingerprint};

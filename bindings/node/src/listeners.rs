@@ -10,13 +10,15 @@
 //! it through a `WeakRef`, so a listener never keeps its object alive.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use agentbreaker::interop::ArgKind;
+use agentbreaker::interop::{ArgKind, type_name};
+use agentbreaker::metrics::{self, Recorder, Update};
 use agentbreaker::{Event, Listener, ListenerId};
 use napi::Env;
 use napi::bindgen_prelude::{Either, Function, FunctionRef, Unknown};
+use serde_json::{Value, json};
 
 use crate::convert::{cut, opt_json, result, to_json};
 use crate::error::Failure;
@@ -65,6 +67,47 @@ fn event_type(event: &Event) -> &'static str {
         Event::Halt { .. } => "halt",
         Event::Verdict { .. } => "verdict",
     }
+}
+
+/// Updates as JavaScript gets them: `[[name, value, attributes], ...]`.
+pub fn updates_json(updates: &[Update]) -> Value {
+    let attributes = |u: &Update| u.attributes.iter().cloned().collect::<BTreeMap<_, _>>();
+    let update = |u: &Update| json!([u.metric.name, u.value, attributes(u)]);
+    Value::Array(updates.iter().map(update).collect())
+}
+
+/// `{task}` of a metrics call: `task` a boolean (default false).
+pub fn metric_options(options: Option<&Unknown<'_>>) -> Result<metrics::Options, Failure> {
+    let bad =
+        |what, expected, v: &Value| ArgKind::Argument.wrong_type(what, expected, type_name(v));
+    let task = match opt_json(options, ArgKind::Argument, "options")? {
+        Value::Null => Value::Null,
+        Value::Object(mut o) => o.remove("task").unwrap_or(Value::Null),
+        other => return Err(Failure::Type(bad("options", "an object", &other))),
+    };
+    match task {
+        Value::Null => Ok(metrics::Options::default()),
+        Value::Bool(task) => Ok(metrics::Options { task }),
+        other => Err(Failure::Type(bad("options.task", "a boolean", &other))),
+    }
+}
+
+/// A core metrics recorder calling `function` with the updates ([`updates_json`]), as a
+/// listener is called: on the JavaScript thread, inside the call that caused them. What it
+/// throws is dropped (a recorder must not stop the agent: the core contains a panicking one).
+pub fn recorder(function: &ListenerArg<'_>) -> Result<Recorder, Failure> {
+    let Either::A(function) = function else {
+        let e = ArgKind::Argument.wrong_type("a recorder", "a function or null", "another value");
+        return Err(Failure::Type(e));
+    };
+    let function: FunctionRef<Unknown<'static>, Unknown<'static>> = function.create_ref()?;
+    Ok(Arc::new(move |updates: &[Update]| {
+        if let Some(env) = CURRENT_ENV.with(Cell::get)
+            && let Ok(argument) = result(&env, &updates_json(updates))
+        {
+            let _ = function.borrow_back(&env).and_then(|f| f.call(argument));
+        }
+    }))
 }
 
 /// The JavaScript listeners of one object, by the numbers handed to JavaScript.

@@ -3,6 +3,7 @@
 
 use agentbreaker::MonitorConfig;
 use agentbreaker::interop::ArgKind;
+use agentbreaker::metrics::{json_event_updates, vocabulary_json};
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
@@ -11,7 +12,36 @@ use serde_json::Value;
 use crate::clock::{ClockArg, clock_in, shared_clock};
 use crate::convert::{opt_json, result, string};
 use crate::error::{self, Arg, Failure, internal, run};
-use crate::listeners::JsListeners;
+use crate::listeners::{self, JsListeners, ListenerArg, metric_options, updates_json};
+
+/// The metrics vocabulary (docs/observability.md): `{name, prometheusName, instrument, unit,
+/// description, attributes, buckets?}` per metric.
+#[napi(catch_unwind, ts_return_type = "MetricDefinition[]")]
+pub fn metric_definitions(env: &Env) -> error::Result<Unknown<'_>> {
+    run(env, || result(env, &vocabulary_json()))
+}
+
+/// The metric updates of a listener event of the breaker kind `breaker` (`failure`,
+/// `stagnation`, `budget`, `loop`, `strategy`, `monitor`); `{task: true}` adds the task.
+#[napi(
+    catch_unwind,
+    ts_args_type = "event: BreakerEvent | VerdictEvent, breaker: string, options?: MetricOptions | null",
+    ts_return_type = "MetricUpdate[]"
+)]
+pub fn metric_updates<'e>(
+    env: &'e Env,
+    event: Arg<'_>,
+    breaker: Arg<'_>,
+    options: Arg<'_>,
+) -> error::Result<Unknown<'e>> {
+    run(env, || {
+        let event = opt_json(event.as_ref(), ArgKind::Event, "event")?;
+        let breaker = string(breaker.as_ref(), "breaker")?;
+        let options = metric_options(options.as_ref())?;
+        let updates = json_event_updates(&event, &breaker, options);
+        result(env, &updates_json(&updates))
+    })
+}
 
 /// Watches an agent: `new Monitor({profile: 'coding-agent', toolLimits: {web_fetch: 20}})`,
 /// then `observe(event)` for every event the agent emits; each answer is a verdict
@@ -27,8 +57,9 @@ pub struct Monitor {
 #[napi]
 impl Monitor {
     /// A monitor from `{profile?, failure?, stagnation?, budget?, toolLimits?, warnBefore?,
-    /// budgetWarnPercent?, clock?}` (omitted keys take the `coding-agent` profile's values); the
-    /// clock may also come second, as for the other classes (default: the system clock).
+    /// budgetWarnPercent?, store?, key?, storeTimeoutMs?, storeFailure?, clock?}` (omitted keys
+    /// take the `coding-agent` profile's values); the clock may also come second, as for the other
+    /// classes (default: the system clock).
     #[napi(
         constructor,
         catch_unwind,
@@ -69,6 +100,28 @@ impl Monitor {
         })
     }
 
+    /// Calls `recorder` with the metric updates (`[[name, value, attributes], ...]`) of every
+    /// later event that changed a metric, inside the call that caused them; `null` stops it.
+    /// `{task: true}` adds the `task` attribute. What the recorder throws is dropped. It is held
+    /// strongly: one that refers to its Monitor keeps it alive until `setMetricsRecorder(null)`.
+    #[napi(
+        catch_unwind,
+        ts_args_type = "recorder: ((updates: MetricUpdate[]) => void) | null, options?: MetricOptions | null"
+    )]
+    pub fn set_metrics_recorder(
+        &self,
+        env: &Env,
+        recorder: Option<ListenerArg<'_>>,
+        options: Arg<'_>,
+    ) -> error::Result<()> {
+        run(env, || {
+            let options = metric_options(options.as_ref())?;
+            let recorder = recorder.as_ref().map(listeners::recorder).transpose()?;
+            self.inner.set_metrics_recorder(recorder, options);
+            Ok(())
+        })
+    }
+
     /// The configuration in effect: the profile with the overrides.
     #[napi(getter, catch_unwind, ts_return_type = "ResolvedMonitorConfig")]
     pub fn config<'e>(&self, env: &'e Env) -> error::Result<Unknown<'e>> {
@@ -89,4 +142,6 @@ methods!(Monitor(agentbreaker::Monitor) emits ["verdict"] {
     fn snapshot() -> "MonitorSnapshot" = snapshot;
     "Forgets every task and counter; the configuration stays."
     fn reset() = reset;
+    "With `store`: where the budget counters live now, the URL without its password; else `null`."
+    fn store_status() -> "StoreStatus | null" = store_status;
 });

@@ -11,6 +11,8 @@ import {
   FixPlan,
   Loop,
   ManualClock,
+  metricDefinitions,
+  metricUpdates,
   Monitor,
   profile,
   profileNames,
@@ -27,6 +29,8 @@ import type {
   Halt,
   HaltSlug,
   LoopDecision,
+  MetricDefinition,
+  MetricUpdate,
   MonitorConfig,
   MonitorEvent,
   MonitorStatus,
@@ -34,6 +38,7 @@ import type {
   ProfileName,
   RuleSlug,
   StateChangeEvent,
+  StoreStatus,
   Verdict,
   VerdictAction,
   VerdictEvent,
@@ -47,6 +52,9 @@ async function failureBreaker(): Promise<void> {
   const state: CircuitState = status.state
   const openedAt: number | null = status.openedAt
   const permission: Permission = breaker.shouldAllowOperation()
+  const shared = new FailureBreaker({ store: 'redis://:pw@10.0.0.5:6379/0', key: 'tool:search', storeTimeoutMs: 50, storeFailure: 'open' })
+  const where: StoreStatus | null = shared.storeStatus()
+  void (where !== null && [where.url, where.key, where.outages, where.lastError])
   const allowed: boolean = permission.allowed
   const message: string | null = permission.message
   breaker.recordFailure('Path not found: ServerScriptService.MainScript')
@@ -200,7 +208,20 @@ function monitor(): void {
       void [code, reason, error.message]
     }
   }
-  void [ticked, halted, watcher.listenerErrors, watcher.config.warnBefore]
+  void [ticked, halted, watcher.listenerErrors, watcher.config.warnBefore, watcher.config.storeFailure]
+  const shared = new Monitor({ store: 'redis://127.0.0.1:6379/0', key: 'tenant-42', storeTimeoutMs: 50, storeFailure: 'closed' })
+  const where: StoreStatus | null = shared.storeStatus()
+  shared.setMetricsRecorder((updates: MetricUpdate[]) => {
+    for (const [name, value, attributes] of updates) void [name.length, value + 1, attributes.reason]
+  }, { task: true })
+  shared.setMetricsRecorder(null)
+  const definitions: MetricDefinition[] = metricDefinitions()
+  const updates: MetricUpdate[] = metricUpdates({ type: 'stateChange', from: 'CLOSED', to: 'OPEN', reason: 'r', slug: null, atMs: 0 }, 'failure', { task: false })
+  void [where?.mode, definitions[0].buckets, updates]
+  // @ts-expect-error the store keys go at a Monitor's top level, not in its failure section
+  void new Monitor({ failure: { store: 'redis://127.0.0.1:6379/0' } })
+  // @ts-expect-error storeFailure is 'open' or 'closed'
+  void new Monitor({ storeFailure: 'maybe' })
   // @ts-expect-error a tool_use needs its name
   watcher.observe({ type: 'tool_use', input: {} })
   // @ts-expect-error a result's ok is a boolean
