@@ -2,7 +2,7 @@
 
 The native class holds every rule and the guarded call itself (``call``, ``__enter__`` and
 ``__exit__``: one crossing into the native module per call); this subclass adds the decorator and
-the async forms, all built on the same three steps (SPEC 2, "Guarded calls"):
+the async forms, all built on the same three steps (contract §2, "Guarded calls"):
 
 1. ``try_acquire()`` asks ``should_allow_operation`` and raises `CircuitOpenError` (with the
    refusal message) when refused, so the guarded code never runs;
@@ -37,7 +37,7 @@ __all__ = ["FailureBreaker"]
 class FailureBreaker(_native.FailureBreaker):
     """Consecutive failures open the circuit; after a cooldown a probe decides whether it closes.
 
-    Configure it with keywords (the SPEC's settings in snake_case)::
+    Configure it with keywords (the contract's settings in snake_case)::
 
         breaker = FailureBreaker(failure_threshold=5, cooldown_ms=30_000)
 

@@ -113,7 +113,7 @@ class AgentHalted(AgentBreakerError):
     @property
     def verdict(self) -> Verdict: ...
 
-# --- Clocks (SPEC 1) --------------------------------------------------------------------------
+# --- Clocks (contract §1) --------------------------------------------------------------------------
 
 @final
 class ManualClock:
@@ -127,7 +127,7 @@ class SystemClock:
     def __new__(cls) -> Self: ...
     def now(self) -> int: ...
 
-# --- FailureBreaker (SPEC 2) ------------------------------------------------------------------
+# --- FailureBreaker (contract §2) ------------------------------------------------------------------
 
 @disjoint_base
 class FailureBreaker:
@@ -194,7 +194,7 @@ class GuardedFunction:
     def breaker(self) -> FailureBreaker: ...
     __wrapped__: Callable[..., Any]
 
-# --- StagnationBreaker (SPEC 3) ---------------------------------------------------------------
+# --- StagnationBreaker (contract §3) ---------------------------------------------------------------
 
 @disjoint_base
 class StagnationBreaker:
@@ -236,7 +236,7 @@ class StagnationBreaker:
     @property
     def listener_errors(self) -> int: ...
 
-# --- BudgetBreaker (SPEC 4) -------------------------------------------------------------------
+# --- BudgetBreaker (contract §4) -------------------------------------------------------------------
 
 @disjoint_base
 class BudgetBreaker:
@@ -266,7 +266,7 @@ class BudgetBreaker:
     @property
     def listener_errors(self) -> int: ...
 
-# --- Analyzer, strategies, loop (SPEC 5) ------------------------------------------------------
+# --- Analyzer, strategies, loop (contract §5) ------------------------------------------------------
 
 def analyze(text: str) -> Analysis: ...
 
@@ -419,7 +419,7 @@ def metric_updates(
     event: Mapping[str, Any], breaker: str, *, task: bool = False
 ) -> list[MetricUpdate]: ...
 
-# --- Fingerprints (SPEC 6), environment (SPEC 7), profiles ----------------------------------------------
+# --- Fingerprints (contract §6), environment (contract §7), profiles ----------------------------------------------
 
 def fingerprint(error: str, error_match: ErrorMatch = "normalized") -> str: ...
 def config_from_env(env: Optional[Mapping[str, str]] = None) -> EnvConfig: ...

@@ -1,6 +1,6 @@
 """The shapes of agentbreaker's results and events, as ``TypedDict`` s.
 
-Every result is a plain ``dict`` with the SPEC's camelCase JSON keys (so it can be logged, sent
+Every result is a plain ``dict`` with the contract's camelCase JSON keys (so it can be logged, sent
 over the wire or compared with the conformance suite as is); these types only tell a type checker
 which keys and value types to expect::
 
@@ -71,13 +71,13 @@ State = Literal["CLOSED", "HALF_OPEN", "OPEN"]
 """A circuit state."""
 
 ErrorMatch = Literal["exact", "normalized", "template", "key_line"]
-"""How error texts are compared (SPEC 6)."""
+"""How error texts are compared (contract §6)."""
 
 StoreFailure = Literal["open", "closed"]
-"""What a store-backed object does while its store is unreachable (SPEC 12)."""
+"""What a store-backed object does while its store is unreachable (contract §12)."""
 
 StoreMode = Literal["shared", "local", "refusing"]
-"""Where a store-backed object's state lives right now (SPEC 12)."""
+"""Where a store-backed object's state lives right now (contract §12)."""
 
 
 class StoreStatus(TypedDict):
@@ -108,7 +108,7 @@ AgentEvent = Mapping[str, Any]
 """A BudgetBreaker event: ``{"type": "tool_use", "name": "web_fetch", "taskId": "t1"}``, ..."""
 
 
-# --- FailureBreaker (SPEC 2) ---------------------------------------------------------------
+# --- FailureBreaker (contract §2) ---------------------------------------------------------------
 
 
 class FailureRecord(TypedDict):
@@ -167,7 +167,7 @@ class FailureConfig(TypedDict):
     storeFailure: StoreFailure
 
 
-# --- StagnationBreaker (SPEC 3) ------------------------------------------------------------
+# --- StagnationBreaker (contract §3) ------------------------------------------------------------
 
 
 StagnationSlug = Literal[
@@ -225,7 +225,7 @@ class StagnationConfig(TypedDict):
     noProgressDistinctActions: int
 
 
-# --- BudgetBreaker (SPEC 4) ----------------------------------------------------------------
+# --- BudgetBreaker (contract §4) ----------------------------------------------------------------
 
 
 class _HaltBase(TypedDict):
@@ -285,7 +285,7 @@ class BudgetConfig(TypedDict):
     prices: Dict[str, Price]
 
 
-# --- Analyzer, strategies, loop (SPEC 5) ---------------------------------------------------
+# --- Analyzer, strategies, loop (contract §5) ---------------------------------------------------
 
 
 class CompletionSignal(TypedDict):
@@ -351,7 +351,7 @@ class LoopStatus(TypedDict):
     budget: Optional[BudgetSnapshot]
 
 
-# --- Environment (SPEC 7) ------------------------------------------------------------------
+# --- Environment (contract §7) ------------------------------------------------------------------
 
 
 class EnvWarning(TypedDict):
@@ -489,7 +489,7 @@ class MonitorConfig(TypedDict):
     storeFailure: StoreFailure
 
 
-# --- Events (SPEC 8) -----------------------------------------------------------------------
+# --- Events (contract §8) -----------------------------------------------------------------------
 
 # `from` is a keyword: the functional syntax.
 StateChangeEvent = TypedDict(

@@ -7,7 +7,7 @@ guarded calls); results are partial-matched as the suite's README says. An unkno
 subject, op, step key or argument fails the test rather than being skipped.
 
 ``AGENTBREAKER_CONFORMANCE_STORE`` set to a Redis URL runs every ``failure`` scenario with its
-state in that store (SPEC 12; ``make test-redis``), each on a key prefix of its own, as the Rust
+state in that store (contract §12; ``make test-redis``), each on a key prefix of its own, as the Rust
 runner does: after the last step a second breaker on the same key must see the same status, and
 the store must have stayed reachable throughout.
 """

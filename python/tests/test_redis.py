@@ -1,4 +1,4 @@
-"""The store keywords from Python (SPEC 12, docs/distributed.md) against a real redis-server.
+"""The store keywords from Python (contract §12, docs/distributed.md) against a real redis-server.
 
 ``FailureBreaker(store=..., key=...)`` and ``Monitor(store=..., key=...)``: the keywords reach the
 core's config, breakers and monitors on one key share one state, every call that may wait for the
