@@ -10,6 +10,9 @@
  *   `ab_status_code()` names a status, `ab_last_error_message()` describes the last failure on
  *   the calling thread.
  * - Out-parameters (`out_*`) are written only when the call returns `AB_OK`, and must not be NULL.
+ * - Pointer arguments (each function's "Safety"): a handle is NULL or a live handle of its type
+ *   from this library, not yet freed; a string is NULL or NUL-terminated; an out-parameter is NULL
+ *   or writable. NULL where a value is required is `AB_ERR_NULL_ARG`.
  * - Strings are NUL-terminated UTF-8; invalid UTF-8 is `AB_ERR_INVALID_ARGUMENT`.
  * - Configs are JSON strings with the SPEC's camelCase keys; NULL means all defaults.
  *   Structured arguments (iteration metrics, observations, events, snapshots) are JSON strings too.
@@ -105,36 +108,36 @@ typedef enum {
 } ab_state;
 
 /**
- * A BudgetBreaker (SPEC 4): per-task tool-call, spend, duration, idle and output-loop limits over
- * an agent's event stream. Safe to share between threads. Create with `ab_budget_breaker_new`
- * (or `ab_budget_breaker_new_from_env`), release with `ab_budget_breaker_free`.
+ * A BudgetBreaker: per-task tool-call, spend, duration, idle and output-loop limits over an
+ * agent's event stream. Safe to share between threads. Create with `ab_budget_breaker_new` (or
+ * `ab_budget_breaker_new_from_env`), release with `ab_budget_breaker_free`.
  */
 typedef struct ab_budget_breaker ab_budget_breaker;
 
 /**
- * An exit strategy (SPEC 5): `auto`, `done_signals`, `fix_plan`, `circuit_breaker` or
- * `composite`. Stateful; safe to share between threads. Create with `ab_exit_strategy_new`,
+ * An exit strategy: `auto`, `done_signals`, `fix_plan`, `circuit_breaker` or `composite`.
+ * Stateful; safe to share between threads. Create with `ab_exit_strategy_new`,
  * `ab_exit_strategy_new_fix_plan` or `ab_exit_strategy_new_fix_plan_markdown`; release with
  * `ab_exit_strategy_free`.
  */
 typedef struct ab_exit_strategy ab_exit_strategy;
 
 /**
- * A FailureBreaker (SPEC 2): consecutive failures open the circuit; after a cooldown a probe
- * decides whether it closes again. Safe to share between threads. Create with
- * `ab_failure_breaker_new`, release with `ab_failure_breaker_free`.
+ * A FailureBreaker: consecutive failures open the circuit; after a cooldown a probe decides
+ * whether it closes again. Safe to share between threads. Create with `ab_failure_breaker_new`,
+ * release with `ab_failure_breaker_free`.
  */
 typedef struct ab_failure_breaker ab_failure_breaker;
 
 /**
- * A Loop (SPEC 5): analyzes each response, applies an exit strategy, watches for stagnation and
- * budget halts, and says continue or exit. Safe to share between threads. Create with
- * `ab_loop_new`, release with `ab_loop_free`.
+ * A Loop: analyzes each response, applies an exit strategy, watches for stagnation and budget
+ * halts, and says continue or exit. Safe to share between threads. Create with `ab_loop_new`,
+ * release with `ab_loop_free`.
  */
 typedef struct ab_loop ab_loop;
 
 /**
- * A manual clock (SPEC 1): time in milliseconds that moves only with `ab_manual_clock_set` /
+ * A manual clock: time in milliseconds that moves only with `ab_manual_clock_set` /
  * `ab_manual_clock_advance`. Pass it to any number of constructors; each breaker keeps its own
  * reference, so the clock may be freed before or after them. Safe to use from several threads.
  * Constructors given NULL instead use the system clock (monotonic, Unix-epoch milliseconds).
@@ -150,10 +153,10 @@ typedef struct ab_manual_clock ab_manual_clock;
 typedef struct ab_monitor ab_monitor;
 
 /**
- * A StagnationBreaker (SPEC 3): watches a loop's iterations for no progress, the same error
- * repeated and declining output, and (when configured) an agent's steps for repeated actions,
- * cycles and fail streaks. Safe to share between threads. Create with
- * `ab_stagnation_breaker_new`, release with `ab_stagnation_breaker_free`.
+ * A StagnationBreaker: watches a loop's iterations for no progress, the same error repeated and
+ * declining output, and (when configured) an agent's steps for repeated actions, cycles and fail
+ * streaks. Safe to share between threads. Create with `ab_stagnation_breaker_new`, release with
+ * `ab_stagnation_breaker_free`.
  */
 typedef struct ab_stagnation_breaker ab_stagnation_breaker;
 
@@ -221,8 +224,7 @@ const char *ab_version(void);
  * Creates a manual clock reading `start_ms`; writes it to `*out_clock`.
  *
  * # Safety
- *
- * `out_clock` is NULL or valid for writing a pointer.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_manual_clock_new(uint64_t start_ms, ab_manual_clock **out_clock);
 
@@ -231,8 +233,7 @@ ab_status ab_manual_clock_new(uint64_t start_ms, ab_manual_clock **out_clock);
  * undefined behaviour.
  *
  * # Safety
- *
- * `clock` is NULL or a clock from `ab_manual_clock_new` that has not been freed.
+ * `clock` is NULL or a clock not yet freed.
  */
 void ab_manual_clock_free(ab_manual_clock *clock);
 
@@ -240,8 +241,7 @@ void ab_manual_clock_free(ab_manual_clock *clock);
  * Sets the time to `ms`. Setting it backwards is allowed: breakers treat it as no time passing.
  *
  * # Safety
- *
- * `clock` is NULL or a live clock.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_manual_clock_set(const ab_manual_clock *clock, uint64_t ms);
 
@@ -249,8 +249,7 @@ ab_status ab_manual_clock_set(const ab_manual_clock *clock, uint64_t ms);
  * Moves the time forward by `ms` (saturating).
  *
  * # Safety
- *
- * `clock` is NULL or a live clock.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_manual_clock_advance(const ab_manual_clock *clock, uint64_t ms);
 
@@ -258,14 +257,13 @@ ab_status ab_manual_clock_advance(const ab_manual_clock *clock, uint64_t ms);
  * Writes the current time (ms) to `*out_ms`.
  *
  * # Safety
- *
- * `clock` is NULL or a live clock; `out_ms` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_manual_clock_now(const ab_manual_clock *clock, uint64_t *out_ms);
 
 /**
- * Creates a FailureBreaker from a JSON config with the SPEC's camelCase keys
- * (`{"failureThreshold": 5, "cooldownMs": 30000, ...}`; NULL or `"{}"` = the seed's defaults)
+ * Creates a FailureBreaker from a JSON config with camelCase keys
+ * (`{"failureThreshold": 5, "cooldownMs": 30000, ...}`; NULL or `"{}"` = the defaults)
  * reading time from `clock` (NULL = the system clock). With `statePath` the state file is loaded
  * now (a corrupt file is `AB_ERR_INVALID_SNAPSHOT`). With `"store": "redis://..."` and `"key"`
  * (and `"storeTimeoutMs"`, `"storeFailure"`) the state lives in Redis, one circuit for every
@@ -276,9 +274,7 @@ ab_status ab_manual_clock_now(const ab_manual_clock *clock, uint64_t *out_ms);
  * `AB_ERR_INVALID_SNAPSHOT`, `AB_ERR_IO`.
  *
  * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_breaker` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_new(const char *config_json,
                                  const ab_manual_clock *clock,
@@ -288,9 +284,7 @@ ab_status ab_failure_breaker_new(const char *config_json,
  * Releases a FailureBreaker. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `breaker` is NULL or a breaker from `ab_failure_breaker_new` that has not been freed and that
- * no other thread is using.
+ * `breaker` is NULL or a breaker not yet freed that no other thread is using.
  */
 void ab_failure_breaker_free(ab_failure_breaker *breaker);
 
@@ -298,8 +292,7 @@ void ab_failure_breaker_free(ab_failure_breaker *breaker);
  * Records a success: the failure count goes to 0; in HALF_OPEN the circuit closes.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_record_success(const ab_failure_breaker *breaker);
 
@@ -308,8 +301,7 @@ ab_status ab_failure_breaker_record_success(const ab_failure_breaker *breaker);
  * rule). May open the circuit and emit `warning` / `stateChange` events.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `error` is NULL or a NUL-terminated string.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_record_failure(const ab_failure_breaker *breaker, const char *error);
 
@@ -318,8 +310,7 @@ ab_status ab_failure_breaker_record_failure(const ab_failure_breaker *breaker, c
  * `*out_json`. In OPEN after the cooldown this call moves to HALF_OPEN and is the probe.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_should_allow_operation(const ab_failure_breaker *breaker,
                                                     char **out_json);
@@ -332,21 +323,19 @@ ab_status ab_failure_breaker_should_allow_operation(const ab_failure_breaker *br
  * when it may not.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_try_acquire(const ab_failure_breaker *breaker);
 
 /**
- * A guarded call (SPEC 2): asks the breaker; when refused returns `AB_ERR_CIRCUIT_OPEN` (message
- * in `ab_last_error_message()`) without calling `operation`. Otherwise calls
+ * A guarded call: asks the breaker; when refused returns `AB_ERR_CIRCUIT_OPEN` (message in
+ * `ab_last_error_message()`) without calling `operation`. Otherwise calls
  * `operation(user_data)`, records a success (it returned NULL) or a failure with the text it
  * returned, returns `AB_OK` and writes whether the operation succeeded to `*out_ok`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `operation` is NULL or a function as `ab_guarded_fn`
- * describes; `out_ok` is NULL or writable.
+ * Pointer arguments as the conventions say; `operation` is NULL or a function as
+ * `ab_guarded_fn` describes.
  */
 ab_status ab_failure_breaker_call(const ab_failure_breaker *breaker,
                                   ab_guarded_fn operation,
@@ -358,8 +347,7 @@ ab_status ab_failure_breaker_call(const ab_failure_breaker *breaker,
  * `ab_failure_breaker_should_allow_operation` is asked after the cooldown).
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_state` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_state(const ab_failure_breaker *breaker, ab_state *out_state);
 
@@ -369,8 +357,7 @@ ab_status ab_failure_breaker_state(const ab_failure_breaker *breaker, ab_state *
  * "cooldownRemainingMs", "trips"}`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_get_status(const ab_failure_breaker *breaker, char **out_json);
 
@@ -379,8 +366,7 @@ ab_status ab_failure_breaker_get_status(const ab_failure_breaker *breaker, char 
  * "trips", "recoveries", "reopenings", "recoveryRate", "mtbfMs"}`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_metrics(const ab_failure_breaker *breaker, char **out_json);
 
@@ -390,8 +376,7 @@ ab_status ab_failure_breaker_metrics(const ab_failure_breaker *breaker, char **o
  * `"refusing"`; the URL without its password); `null` without a store.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_store_status(const ab_failure_breaker *breaker, char **out_json);
 
@@ -399,8 +384,7 @@ ab_status ab_failure_breaker_store_status(const ab_failure_breaker *breaker, cha
  * Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_reset(const ab_failure_breaker *breaker);
 
@@ -409,8 +393,7 @@ ab_status ab_failure_breaker_reset(const ab_failure_breaker *breaker);
  * "consecutiveFailures", "openedAt", "backoffLevel", "trips", "failureHistory"}`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_snapshot(const ab_failure_breaker *breaker, char **out_json);
 
@@ -420,8 +403,7 @@ ab_status ab_failure_breaker_snapshot(const ab_failure_breaker *breaker, char **
  * nothing.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `snapshot_json` is NULL or a NUL-terminated string.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_restore(const ab_failure_breaker *breaker, const char *snapshot_json);
 
@@ -430,8 +412,7 @@ ab_status ab_failure_breaker_restore(const ab_failure_breaker *breaker, const ch
  * `AB_ERR_IO` when it cannot (a missing directory is never created).
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `path` is NULL or a NUL-terminated string.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_save(const ab_failure_breaker *breaker, const char *path);
 
@@ -441,9 +422,7 @@ ab_status ab_failure_breaker_save(const ab_failure_breaker *breaker, const char 
  * cannot be read.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `path` is NULL or a NUL-terminated string; `out_loaded`
- * is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_load(const ab_failure_breaker *breaker,
                                   const char *path,
@@ -453,10 +432,9 @@ ab_status ab_failure_breaker_load(const ab_failure_breaker *breaker,
  * Adds a listener for `stateChange` and `warning` events; writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `listener` is NULL or a function as `ab_listener_fn`
- * describes, which may be called with `user_data` until it is removed or the breaker is freed;
- * `out_id` is NULL or writable.
+ * Pointer arguments as the conventions say; `listener` is NULL or a function as
+ * `ab_listener_fn` describes, which may be called with `user_data` until it is removed or the
+ * handle is freed.
  */
 ab_status ab_failure_breaker_add_listener(const ab_failure_breaker *breaker,
                                           ab_listener_fn listener,
@@ -467,8 +445,7 @@ ab_status ab_failure_breaker_add_listener(const ab_failure_breaker *breaker,
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_remove_listener(const ab_failure_breaker *breaker,
                                              uint64_t id,
@@ -481,9 +458,7 @@ ab_status ab_failure_breaker_remove_listener(const ab_failure_breaker *breaker,
  * bad config.
  *
  * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_breaker` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_new(const char *config_json,
                                     const ab_manual_clock *clock,
@@ -493,9 +468,7 @@ ab_status ab_stagnation_breaker_new(const char *config_json,
  * Releases a StagnationBreaker. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `breaker` is NULL or a breaker from `ab_stagnation_breaker_new` that has not been freed and
- * that no other thread is using.
+ * `breaker` is NULL or a breaker not yet freed that no other thread is using.
  */
 void ab_stagnation_breaker_free(ab_stagnation_breaker *breaker);
 
@@ -505,8 +478,7 @@ void ab_stagnation_breaker_free(ab_stagnation_breaker *breaker);
  * is `AB_ERR_INVALID_ARGUMENT` and records nothing.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `metrics_json` is NULL or a NUL-terminated string.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_record_progress(const ab_stagnation_breaker *breaker,
                                                 const char *metrics_json);
@@ -515,8 +487,7 @@ ab_status ab_stagnation_breaker_record_progress(const ab_stagnation_breaker *bre
  * Records an error (UTF-8 text). A `transient` error (rate limit, 5xx, timeout) never counts.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `error` is NULL or a NUL-terminated string.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_record_error(const ab_stagnation_breaker *breaker,
                                              const char *error,
@@ -529,8 +500,7 @@ ab_status ab_stagnation_breaker_record_error(const ab_stagnation_breaker *breake
  * key are `AB_ERR_INVALID_ARGUMENT` and record nothing.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `step_json` is NULL or a NUL-terminated string.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_record_step(const ab_stagnation_breaker *breaker,
                                             const char *step_json);
@@ -540,8 +510,7 @@ ab_status ab_stagnation_breaker_record_step(const ab_stagnation_breaker *breaker
  * `allowContinue` is false only in OPEN.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_check(const ab_stagnation_breaker *breaker, char **out_json);
 
@@ -549,8 +518,7 @@ ab_status ab_stagnation_breaker_check(const ab_stagnation_breaker *breaker, char
  * Writes the current state to `*out_state`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_state` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_state(const ab_stagnation_breaker *breaker, ab_state *out_state);
 
@@ -559,8 +527,7 @@ ab_status ab_stagnation_breaker_state(const ab_stagnation_breaker *breaker, ab_s
  * "outputTrend", "lastProgress"}`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_get_status(const ab_stagnation_breaker *breaker, char **out_json);
 
@@ -568,8 +535,7 @@ ab_status ab_stagnation_breaker_get_status(const ab_stagnation_breaker *breaker,
  * Back to CLOSED with every counter cleared.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_reset(const ab_stagnation_breaker *breaker);
 
@@ -577,8 +543,7 @@ ab_status ab_stagnation_breaker_reset(const ab_stagnation_breaker *breaker);
  * Writes the snapshot as JSON to `*out_json` (`{"version": 1, "kind": "stagnation", ...}`).
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_snapshot(const ab_stagnation_breaker *breaker, char **out_json);
 
@@ -587,8 +552,7 @@ ab_status ab_stagnation_breaker_snapshot(const ab_stagnation_breaker *breaker, c
  * `AB_ERR_INVALID_SNAPSHOT` changes nothing.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `snapshot_json` is NULL or a NUL-terminated string.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_restore(const ab_stagnation_breaker *breaker,
                                         const char *snapshot_json);
@@ -597,7 +561,6 @@ ab_status ab_stagnation_breaker_restore(const ab_stagnation_breaker *breaker,
  * Adds a listener for `stateChange` events; writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_stagnation_breaker_add_listener(const ab_stagnation_breaker *breaker,
@@ -609,8 +572,7 @@ ab_status ab_stagnation_breaker_add_listener(const ab_stagnation_breaker *breake
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_remove_listener(const ab_stagnation_breaker *breaker,
                                                 uint64_t id,
@@ -623,24 +585,20 @@ ab_status ab_stagnation_breaker_remove_listener(const ab_stagnation_breaker *bre
  * NULL = defaults) reading time from `clock` (NULL = the system clock).
  *
  * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_breaker` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_new(const char *config_json,
                                 const ab_manual_clock *clock,
                                 ab_budget_breaker **out_breaker);
 
 /**
- * Creates a BudgetBreaker configured from the environment (SPEC 7): `env_json` is a JSON object
- * of strings (`{"AGENTBREAKER_TOOL_CAP": "20"}`), or NULL to read the process environment.
+ * Creates a BudgetBreaker configured from the environment: `env_json` is a JSON object of
+ * strings (`{"AGENTBREAKER_TOOL_CAP": "20"}`), or NULL to read the process environment.
  * Invalid variables fall back to the defaults; the warnings (`[{"variable", "value",
  * "message"}]`) are written as JSON to `*out_warnings_json`.
  *
  * # Safety
- *
- * `env_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock; `out_breaker`
- * and `out_warnings_json` are NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_new_from_env(const char *env_json,
                                          const ab_manual_clock *clock,
@@ -651,9 +609,7 @@ ab_status ab_budget_breaker_new_from_env(const char *env_json,
  * Releases a BudgetBreaker. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `breaker` is NULL or a breaker from this library that has not been freed and that no other
- * thread is using.
+ * `breaker` is NULL or a breaker not yet freed that no other thread is using.
  */
 void ab_budget_breaker_free(ab_budget_breaker *breaker);
 
@@ -665,9 +621,7 @@ void ab_budget_breaker_free(ab_budget_breaker *breaker);
  * `AB_ERR_INVALID_EVENT` and changes nothing.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `event_json` is NULL or a NUL-terminated string;
- * `out_halt_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_ingest(const ab_budget_breaker *breaker,
                                    const char *event_json,
@@ -678,8 +632,7 @@ ab_status ab_budget_breaker_ingest(const ab_budget_breaker *breaker,
  * halts as a JSON array to `*out_json` (`[]` when none), tasks in the order they were opened.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_tick(const ab_budget_breaker *breaker, char **out_json);
 
@@ -688,8 +641,7 @@ ab_status ab_budget_breaker_tick(const ab_budget_breaker *breaker, char **out_js
  * "spendCents", "durationSecs", "idleSecs", "halted"}], "stack": [...], "ignoredEvents"}`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_snapshot(const ab_budget_breaker *breaker, char **out_json);
 
@@ -697,8 +649,7 @@ ab_status ab_budget_breaker_snapshot(const ab_budget_breaker *breaker, char **ou
  * Forgets every task, the stack and the counters.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_reset(const ab_budget_breaker *breaker);
 
@@ -706,7 +657,6 @@ ab_status ab_budget_breaker_reset(const ab_budget_breaker *breaker);
  * Adds a listener for `halt` events; writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_budget_breaker_add_listener(const ab_budget_breaker *breaker,
@@ -718,24 +668,22 @@ ab_status ab_budget_breaker_add_listener(const ab_budget_breaker *breaker,
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_remove_listener(const ab_budget_breaker *breaker,
                                             uint64_t id,
                                             bool *out_removed);
 
 /**
- * Reads the BudgetBreaker settings from an environment (SPEC 7): `env_json` is a JSON object of
- * strings (`{"AGENTBREAKER_TOOL_CAP": "20", "BB_CIRCUIT_BREAKER_IDLE_SECS": "60"}`), or NULL to
- * read the process environment. Writes `{"config": {...a full BudgetBreaker config...},
- * "warnings": [{"variable", "value", "message"}]}` to `*out_json`; the `config` object can be
- * passed to `ab_budget_breaker_new` as it is. Invalid values fall back to the defaults with a
- * warning; `env_json` that is not an object of strings is `AB_ERR_INVALID_ARGUMENT`.
+ * Reads the BudgetBreaker settings from an environment: `env_json` is a JSON object of strings
+ * (`{"AGENTBREAKER_TOOL_CAP": "20", "BB_CIRCUIT_BREAKER_IDLE_SECS": "60"}`), or NULL to read the
+ * process environment. Writes `{"config": {...a full BudgetBreaker config...}, "warnings":
+ * [{"variable", "value", "message"}]}` to `*out_json`; the `config` object can be passed to
+ * `ab_budget_breaker_new` as it is. Invalid values fall back to the defaults with a warning;
+ * `env_json` that is not an object of strings is `AB_ERR_INVALID_ARGUMENT`.
  *
  * # Safety
- *
- * `env_json` is NULL or a NUL-terminated string; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_config_from_env(const char *env_json, char **out_json);
 
@@ -745,8 +693,7 @@ ab_status ab_config_from_env(const char *env_json, char **out_json);
  * "testsPassing", "testsFailing"}`.
  *
  * # Safety
- *
- * `text` is NULL or a NUL-terminated string; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_analyze(const char *text, char **out_json);
 
@@ -758,9 +705,7 @@ ab_status ab_analyze(const char *text, char **out_json);
  * the system clock) only stamps events. `AB_ERR_INVALID_CONFIG` for a bad config.
  *
  * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_strategy` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_new(const char *config_json,
                                const ab_manual_clock *clock,
@@ -773,9 +718,7 @@ ab_status ab_exit_strategy_new(const char *config_json,
  * steps).
  *
  * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_strategy` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_new_fix_plan(const char *config_json,
                                         const ab_manual_clock *clock,
@@ -788,9 +731,7 @@ ab_status ab_exit_strategy_new_fix_plan(const char *config_json,
  * JSON.
  *
  * # Safety
- *
- * `markdown` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_strategy` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_new_fix_plan_markdown(const char *markdown,
                                                  const ab_manual_clock *clock,
@@ -800,9 +741,7 @@ ab_status ab_exit_strategy_new_fix_plan_markdown(const char *markdown,
  * Releases a strategy. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `strategy` is NULL or a strategy from this library that has not been freed and that no other
- * thread is using.
+ * `strategy` is NULL or a strategy not yet freed that no other thread is using.
  */
 void ab_exit_strategy_free(ab_exit_strategy *strategy);
 
@@ -813,9 +752,7 @@ void ab_exit_strategy_free(ab_exit_strategy *strategy);
  * is `AB_ERR_INVALID_ARGUMENT` and changes nothing.
  *
  * # Safety
- *
- * `strategy` is NULL or a live strategy; `response_text` and `circuit_state` are NULL or
- * NUL-terminated strings; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_should_exit(const ab_exit_strategy *strategy,
                                        const char *response_text,
@@ -828,8 +765,7 @@ ab_status ab_exit_strategy_should_exit(const ab_exit_strategy *strategy,
  * without a fix plan.
  *
  * # Safety
- *
- * `strategy` is NULL or a live strategy; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_plan_status(const ab_exit_strategy *strategy, char **out_json);
 
@@ -837,8 +773,7 @@ ab_status ab_exit_strategy_plan_status(const ab_exit_strategy *strategy, char **
  * Forgets everything seen: back to the configured state.
  *
  * # Safety
- *
- * `strategy` is NULL or a live strategy.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_reset(const ab_exit_strategy *strategy);
 
@@ -847,7 +782,6 @@ ab_status ab_exit_strategy_reset(const ab_exit_strategy *strategy);
  * `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_exit_strategy_add_listener(const ab_exit_strategy *strategy,
@@ -859,8 +793,7 @@ ab_status ab_exit_strategy_add_listener(const ab_exit_strategy *strategy,
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
  *
  * # Safety
- *
- * `strategy` is NULL or a live strategy; `out_removed` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_remove_listener(const ab_exit_strategy *strategy,
                                            uint64_t id,
@@ -872,9 +805,7 @@ ab_status ab_exit_strategy_remove_listener(const ab_exit_strategy *strategy,
  * (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a bad config.
  *
  * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_loop` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_new(const char *config_json, const ab_manual_clock *clock, ab_loop **out_loop);
 
@@ -882,9 +813,7 @@ ab_status ab_loop_new(const char *config_json, const ab_manual_clock *clock, ab_
  * Releases a Loop. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `agent_loop` is NULL or a loop from `ab_loop_new` that has not been freed and that no other
- * thread is using.
+ * `agent_loop` is NULL or a loop not yet freed that no other thread is using.
  */
 void ab_loop_free(ab_loop *agent_loop);
 
@@ -897,9 +826,7 @@ void ab_loop_free(ab_loop *agent_loop);
  * `AB_ERR_INVALID_ARGUMENT` until `ab_loop_reset`.
  *
  * # Safety
- *
- * `agent_loop` is NULL or a live loop; `observation_json` is NULL or a NUL-terminated string;
- * `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_observe(const ab_loop *agent_loop, const char *observation_json, char **out_json);
 
@@ -909,8 +836,7 @@ ab_status ab_loop_observe(const ab_loop *agent_loop, const char *observation_jso
  * snapshot or null)}`.
  *
  * # Safety
- *
- * `agent_loop` is NULL or a live loop; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_get_status(const ab_loop *agent_loop, char **out_json);
 
@@ -918,8 +844,7 @@ ab_status ab_loop_get_status(const ab_loop *agent_loop, char **out_json);
  * Starts over: iteration 0, the strategy and both breakers reset.
  *
  * # Safety
- *
- * `agent_loop` is NULL or a live loop.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_reset(const ab_loop *agent_loop);
 
@@ -928,7 +853,6 @@ ab_status ab_loop_reset(const ab_loop *agent_loop);
  * plan's `warning`, the budget breaker's `halt`); writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_loop_add_listener(const ab_loop *agent_loop,
@@ -940,8 +864,7 @@ ab_status ab_loop_add_listener(const ab_loop *agent_loop,
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
  *
  * # Safety
- *
- * `agent_loop` is NULL or a live loop; `out_removed` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_remove_listener(const ab_loop *agent_loop, uint64_t id, bool *out_removed);
 
@@ -955,9 +878,7 @@ ab_status ab_loop_remove_listener(const ab_loop *agent_loop, uint64_t id, bool *
  * `storeTimeoutMs` for it (`AB_ERR_IO` when the server refuses the credentials).
  *
  * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_monitor` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_new(const char *config_json,
                          const ab_manual_clock *clock,
@@ -967,9 +888,7 @@ ab_status ab_monitor_new(const char *config_json,
  * Releases a Monitor. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `monitor` is NULL or a monitor from this library that has not been freed and that no other
- * thread is using.
+ * `monitor` is NULL or a monitor not yet freed that no other thread is using.
  */
 void ab_monitor_free(ab_monitor *monitor);
 
@@ -982,9 +901,7 @@ void ab_monitor_free(ab_monitor *monitor);
  * `AB_ERR_INVALID_EVENT` and changes nothing.
  *
  * # Safety
- *
- * `monitor` is NULL or a live monitor; `event_json` is NULL or a NUL-terminated string;
- * `out_verdict_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_observe(const ab_monitor *monitor,
                              const char *event_json,
@@ -995,8 +912,7 @@ ab_status ab_monitor_observe(const ab_monitor *monitor,
  * writes the warnings and halts as a JSON array of verdicts to `*out_json` (`[]` when none).
  *
  * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_tick(const ab_monitor *monitor, char **out_json);
 
@@ -1007,8 +923,7 @@ ab_status ab_monitor_tick(const ab_monitor *monitor, char **out_json);
  * "stack", "ignoredEvents"}` (and, with a store, `"store"`: as `ab_monitor_store_status`).
  *
  * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_status(const ab_monitor *monitor, char **out_json);
 
@@ -1018,8 +933,7 @@ ab_status ab_monitor_status(const ab_monitor *monitor, char **out_json);
  * `"refusing"`; the URL without its password); `null` without a store.
  *
  * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_store_status(const ab_monitor *monitor, char **out_json);
 
@@ -1028,8 +942,7 @@ ab_status ab_monitor_store_status(const ab_monitor *monitor, char **out_json);
  * `{"version": 1, "kind": "monitor", "tasks", "stack", "ignoredEvents", "lastEventAt"}`.
  *
  * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_snapshot(const ab_monitor *monitor, char **out_json);
 
@@ -1039,8 +952,7 @@ ab_status ab_monitor_snapshot(const ab_monitor *monitor, char **out_json);
  * `AB_ERR_INVALID_SNAPSHOT` and changes nothing.
  *
  * # Safety
- *
- * `monitor` is NULL or a live monitor; `snapshot_json` is NULL or a NUL-terminated string.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_restore(const ab_monitor *monitor, const char *snapshot_json);
 
@@ -1048,8 +960,7 @@ ab_status ab_monitor_restore(const ab_monitor *monitor, const char *snapshot_jso
  * Forgets every task and counter; the configuration stays.
  *
  * # Safety
- *
- * `monitor` is NULL or a live monitor.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_reset(const ab_monitor *monitor);
 
@@ -1058,7 +969,6 @@ ab_status ab_monitor_reset(const ab_monitor *monitor);
  * `"type": "verdict"` and `"atMs"`); writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_monitor_add_listener(const ab_monitor *monitor,
@@ -1070,8 +980,7 @@ ab_status ab_monitor_add_listener(const ab_monitor *monitor,
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
  *
  * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_removed` is NULL or writable.
+ * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_remove_listener(const ab_monitor *monitor, uint64_t id, bool *out_removed);
 
