@@ -10,14 +10,16 @@
  *   `ab_status_code()` names a status, `ab_last_error_message()` describes the last failure on
  *   the calling thread.
  * - Out-parameters (`out_*`) are written only when the call returns `AB_OK`, and must not be NULL.
- * - Pointer arguments (each function's "Safety"): a handle is NULL or a live handle of its type
- *   from this library, not yet freed; a string is NULL or NUL-terminated; an out-parameter is NULL
- *   or writable. NULL where a value is required is `AB_ERR_NULL_ARG`.
+ * - Pointer arguments, the safety contract of every function (one with more to say has a "Safety"
+ *   section): a handle is NULL or a live handle of its type from this library, not yet freed; a
+ *   string is NULL or NUL-terminated; an out-parameter is NULL or writable. NULL where a value is
+ *   required is `AB_ERR_NULL_ARG`.
  * - Strings are NUL-terminated UTF-8; invalid UTF-8 is `AB_ERR_INVALID_ARGUMENT`.
- * - Configs are JSON strings with the SPEC's camelCase keys; NULL means all defaults.
- *   Structured arguments (iteration metrics, observations, events, snapshots) are JSON strings too.
+ * - Configs are JSON strings with the contract's camelCase keys (docs/contract.md); NULL means
+ *   all defaults. Structured arguments (iteration metrics, observations, events, snapshots) are
+ *   JSON strings too.
  * - Structured results (statuses, decisions, halts, verdicts, snapshots) are JSON strings with the
- *   SPEC's keys, owned by the caller and released with `ab_string_free()`.
+ *   contract's keys, owned by the caller and released with `ab_string_free()`.
  * - Listeners are a function pointer plus `void *user_data`; the event JSON is valid only during
  *   the call.
  * - No call aborts the process: every body runs inside a panic boundary. Handles are safe to use
@@ -222,9 +224,6 @@ const char *ab_version(void);
 
 /**
  * Creates a manual clock reading `start_ms`; writes it to `*out_clock`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_manual_clock_new(uint64_t start_ms, ab_manual_clock **out_clock);
 
@@ -239,25 +238,16 @@ void ab_manual_clock_free(ab_manual_clock *clock);
 
 /**
  * Sets the time to `ms`. Setting it backwards is allowed: breakers treat it as no time passing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_manual_clock_set(const ab_manual_clock *clock, uint64_t ms);
 
 /**
  * Moves the time forward by `ms` (saturating).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_manual_clock_advance(const ab_manual_clock *clock, uint64_t ms);
 
 /**
  * Writes the current time (ms) to `*out_ms`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_manual_clock_now(const ab_manual_clock *clock, uint64_t *out_ms);
 
@@ -272,9 +262,6 @@ ab_status ab_manual_clock_now(const ab_manual_clock *clock, uint64_t *out_ms);
  *
  * Errors: `AB_ERR_INVALID_CONFIG` (not JSON, unknown key, wrong type, out of range),
  * `AB_ERR_INVALID_SNAPSHOT`, `AB_ERR_IO`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_new(const char *config_json,
                                  const ab_manual_clock *clock,
@@ -290,27 +277,18 @@ void ab_failure_breaker_free(ab_failure_breaker *breaker);
 
 /**
  * Records a success: the failure count goes to 0; in HALF_OPEN the circuit closes.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_record_success(const ab_failure_breaker *breaker);
 
 /**
  * Records a failure with its error text (UTF-8; compared by `errorMatch` for the identical-error
  * rule). May open the circuit and emit `warning` / `stateChange` events.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_record_failure(const ab_failure_breaker *breaker, const char *error);
 
 /**
  * Asks whether an operation may run: writes `{"allowed": bool, "message": string|null}` to
  * `*out_json`. In OPEN after the cooldown this call moves to HALF_OPEN and is the probe.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_should_allow_operation(const ab_failure_breaker *breaker,
                                                     char **out_json);
@@ -321,9 +299,6 @@ ab_status ab_failure_breaker_should_allow_operation(const ab_failure_breaker *br
  * `_record_failure`; an outcome never recorded is a lost probe, whose permit comes back after
  * `probeTimeoutMs`), `AB_ERR_CIRCUIT_OPEN` with the refusal message in `ab_last_error_message()`
  * when it may not.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_try_acquire(const ab_failure_breaker *breaker);
 
@@ -345,9 +320,6 @@ ab_status ab_failure_breaker_call(const ab_failure_breaker *breaker,
 /**
  * Writes the current state to `*out_state` (the OPEN→HALF_OPEN move is lazy: OPEN until
  * `ab_failure_breaker_should_allow_operation` is asked after the cooldown).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_state(const ab_failure_breaker *breaker, ab_state *out_state);
 
@@ -355,18 +327,12 @@ ab_status ab_failure_breaker_state(const ab_failure_breaker *breaker, ab_state *
  * Writes the status as JSON to `*out_json`: `{"state", "consecutiveFailures", "threshold",
  * "failureHistory": [{"atMs", "error", "state"}], "openedAt", "cooldownMs",
  * "cooldownRemainingMs", "trips"}`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_get_status(const ab_failure_breaker *breaker, char **out_json);
 
 /**
  * Writes the lifetime metrics as JSON to `*out_json`: `{"totalFailures", "totalSuccesses",
  * "trips", "recoveries", "reopenings", "recoveryRate", "mtbfMs"}`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_metrics(const ab_failure_breaker *breaker, char **out_json);
 
@@ -374,26 +340,17 @@ ab_status ab_failure_breaker_metrics(const ab_failure_breaker *breaker, char **o
  * Writes where the state lives as JSON to `*out_json`: with a `store` in the config,
  * `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
  * `"refusing"`; the URL without its password); `null` without a store.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_store_status(const ab_failure_breaker *breaker, char **out_json);
 
 /**
  * Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_reset(const ab_failure_breaker *breaker);
 
 /**
  * Writes the snapshot as JSON to `*out_json`: `{"version": 1, "kind": "failure", "state",
  * "consecutiveFailures", "openedAt", "backoffLevel", "trips", "failureHistory"}`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_snapshot(const ab_failure_breaker *breaker, char **out_json);
 
@@ -401,18 +358,12 @@ ab_status ab_failure_breaker_snapshot(const ab_failure_breaker *breaker, char **
  * Restores a snapshot given as JSON (OPEN stays OPEN with its `openedAt`; HALF_OPEN comes back
  * CLOSED). `AB_ERR_INVALID_SNAPSHOT` (not JSON, malformed, other kind or version) changes
  * nothing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_restore(const ab_failure_breaker *breaker, const char *snapshot_json);
 
 /**
  * Writes the snapshot to the file `path` (UTF-8) atomically (temporary file, fsync, rename).
  * `AB_ERR_IO` when it cannot (a missing directory is never created).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_save(const ab_failure_breaker *breaker, const char *path);
 
@@ -420,9 +371,6 @@ ab_status ab_failure_breaker_save(const ab_failure_breaker *breaker, const char 
  * Restores from the file `path` (UTF-8). Writes false to `*out_loaded` (and changes nothing) when
  * the file does not exist; `AB_ERR_INVALID_SNAPSHOT` for a corrupt file, `AB_ERR_IO` when it
  * cannot be read.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_load(const ab_failure_breaker *breaker,
                                   const char *path,
@@ -443,9 +391,6 @@ ab_status ab_failure_breaker_add_listener(const ab_failure_breaker *breaker,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_failure_breaker_remove_listener(const ab_failure_breaker *breaker,
                                              uint64_t id,
@@ -456,9 +401,6 @@ ab_status ab_failure_breaker_remove_listener(const ab_failure_breaker *breaker,
  * "sameErrorThreshold": 5, "outputDeclineThreshold": 70, "errorMatch": "normalized"}`; NULL =
  * defaults) reading time from `clock` (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a
  * bad config.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_new(const char *config_json,
                                     const ab_manual_clock *clock,
@@ -476,18 +418,12 @@ void ab_stagnation_breaker_free(ab_stagnation_breaker *breaker);
  * Records one iteration given as JSON: `{"filesChanged": 2, "testsPassing": 10,
  * "outputLength": 900}` (missing keys are 0). Anything but whole numbers >= 0, or another key,
  * is `AB_ERR_INVALID_ARGUMENT` and records nothing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_record_progress(const ab_stagnation_breaker *breaker,
                                                 const char *metrics_json);
 
 /**
  * Records an error (UTF-8 text). A `transient` error (rate limit, 5xx, timeout) never counts.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_record_error(const ab_stagnation_breaker *breaker,
                                              const char *error,
@@ -498,9 +434,6 @@ ab_status ab_stagnation_breaker_record_error(const ab_stagnation_breaker *breake
  * `cycleRepeats`, `failStreakThreshold`, `failWindow`; all off unless configured):
  * `{"action": "bash: pytest -q", "result"?: "3 failed", "failed"?: true}`. Wrong types or another
  * key are `AB_ERR_INVALID_ARGUMENT` and record nothing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_record_step(const ab_stagnation_breaker *breaker,
                                             const char *step_json);
@@ -508,51 +441,33 @@ ab_status ab_stagnation_breaker_record_step(const ab_stagnation_breaker *breaker
 /**
  * Writes `{"allowContinue": bool, "state", "reason": string|null}` to `*out_json`;
  * `allowContinue` is false only in OPEN.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_check(const ab_stagnation_breaker *breaker, char **out_json);
 
 /**
  * Writes the current state to `*out_state`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_state(const ab_stagnation_breaker *breaker, ab_state *out_state);
 
 /**
  * Writes the status as JSON to `*out_json`: `{"state", "consecutiveNoProgress", "errorCounts",
  * "outputTrend", "lastProgress"}`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_get_status(const ab_stagnation_breaker *breaker, char **out_json);
 
 /**
  * Back to CLOSED with every counter cleared.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_reset(const ab_stagnation_breaker *breaker);
 
 /**
  * Writes the snapshot as JSON to `*out_json` (`{"version": 1, "kind": "stagnation", ...}`).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_snapshot(const ab_stagnation_breaker *breaker, char **out_json);
 
 /**
  * Restores a snapshot given as JSON (OPEN stays OPEN; HALF_OPEN comes back CLOSED).
  * `AB_ERR_INVALID_SNAPSHOT` changes nothing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_restore(const ab_stagnation_breaker *breaker,
                                         const char *snapshot_json);
@@ -570,9 +485,6 @@ ab_status ab_stagnation_breaker_add_listener(const ab_stagnation_breaker *breake
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_stagnation_breaker_remove_listener(const ab_stagnation_breaker *breaker,
                                                 uint64_t id,
@@ -583,9 +495,6 @@ ab_status ab_stagnation_breaker_remove_listener(const ab_stagnation_breaker *bre
  * "maxTokenSpendCentsPerTask": 5000, "maxTaskDurationSecs": 1800, "maxIdleSecs": 300,
  * "similarityJaccardThreshold": 0.95, "loopWindow": 3, "maxTokensPerOutput": 512, "prices": {...}}`;
  * NULL = defaults) reading time from `clock` (NULL = the system clock).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_new(const char *config_json,
                                 const ab_manual_clock *clock,
@@ -596,9 +505,6 @@ ab_status ab_budget_breaker_new(const char *config_json,
  * strings (`{"AGENTBREAKER_TOOL_CAP": "20"}`), or NULL to read the process environment.
  * Invalid variables fall back to the defaults; the warnings (`[{"variable", "value",
  * "message"}]`) are written as JSON to `*out_warnings_json`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_new_from_env(const char *env_json,
                                          const ab_manual_clock *clock,
@@ -619,9 +525,6 @@ void ab_budget_breaker_free(ab_budget_breaker *breaker);
  * types are ignored). Writes the halt it caused as JSON (`{"kind", "slug", "taskId", "message",
  * ...}`) to `*out_halt_json`, or NULL when it caused none. A malformed event is
  * `AB_ERR_INVALID_EVENT` and changes nothing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_ingest(const ab_budget_breaker *breaker,
                                    const char *event_json,
@@ -630,26 +533,17 @@ ab_status ab_budget_breaker_ingest(const ab_budget_breaker *breaker,
 /**
  * Checks duration and idle time of every open task (call it about once a second); writes the
  * halts as a JSON array to `*out_json` (`[]` when none), tasks in the order they were opened.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_tick(const ab_budget_breaker *breaker, char **out_json);
 
 /**
  * Writes the live snapshot as JSON to `*out_json`: `{"tasks": [{"taskId", "toolCalls",
  * "spendCents", "durationSecs", "idleSecs", "halted"}], "stack": [...], "ignoredEvents"}`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_snapshot(const ab_budget_breaker *breaker, char **out_json);
 
 /**
  * Forgets every task, the stack and the counters.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_reset(const ab_budget_breaker *breaker);
 
@@ -666,9 +560,6 @@ ab_status ab_budget_breaker_add_listener(const ab_budget_breaker *breaker,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_budget_breaker_remove_listener(const ab_budget_breaker *breaker,
                                             uint64_t id,
@@ -681,9 +572,6 @@ ab_status ab_budget_breaker_remove_listener(const ab_budget_breaker *breaker,
  * [{"variable", "value", "message"}]}` to `*out_json`; the `config` object can be passed to
  * `ab_budget_breaker_new` as it is. Invalid values fall back to the defaults with a warning;
  * `env_json` that is not an object of strings is `AB_ERR_INVALID_ARGUMENT`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_config_from_env(const char *env_json, char **out_json);
 
@@ -691,9 +579,6 @@ ab_status ab_config_from_env(const char *env_json, char **out_json);
  * Analyzes an agent's response text (UTF-8) and writes the analysis as JSON to `*out_json`:
  * `{"completionSignal": {"detected", "confidence", "phrases"}, "confidence", "exitSignal",
  * "testsPassing", "testsFailing"}`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_analyze(const char *text, char **out_json);
 
@@ -703,9 +588,6 @@ ab_status ab_analyze(const char *text, char **out_json);
  * or `{"type": "fix_plan", "markdown": "- [ ] ..."}`, `{"type": "circuit_breaker"}`,
  * `{"type": "composite", "mode": "any"|"all", "members": [...]}`; NULL = `auto`. `clock` (NULL =
  * the system clock) only stamps events. `AB_ERR_INVALID_CONFIG` for a bad config.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_new(const char *config_json,
                                const ab_manual_clock *clock,
@@ -716,9 +598,6 @@ ab_status ab_exit_strategy_new(const char *config_json,
  * [{"description", "completed"?, "attempts"?, "maxAttempts"?}], "maxAttempts"?}` or
  * `{"markdown": "- [ ] ...", "maxAttempts"?}`. NULL is `AB_ERR_INVALID_CONFIG` (a plan needs
  * steps).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_new_fix_plan(const char *config_json,
                                         const ab_manual_clock *clock,
@@ -729,9 +608,6 @@ ab_status ab_exit_strategy_new_fix_plan(const char *config_json,
  * other lines are ignored), each step with the default 3 attempts. The same as
  * `ab_exit_strategy_new_fix_plan` with `{"markdown": markdown}`, without escaping the text into
  * JSON.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_new_fix_plan_markdown(const char *markdown,
                                                  const ab_manual_clock *clock,
@@ -750,9 +626,6 @@ void ab_exit_strategy_free(ab_exit_strategy *strategy);
  * analysis and `circuit_state` (`"CLOSED"`, `"HALF_OPEN"` or `"OPEN"`; NULL = `"CLOSED"`) to the
  * strategy. Writes `{"exit": bool, "reason": string|null}` to `*out_json`. Another circuit state
  * is `AB_ERR_INVALID_ARGUMENT` and changes nothing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_should_exit(const ab_exit_strategy *strategy,
                                        const char *response_text,
@@ -763,17 +636,11 @@ ab_status ab_exit_strategy_should_exit(const ab_exit_strategy *strategy,
  * Writes a fix plan's progress as JSON to `*out_json`: `{"steps": [{"description", "completed",
  * "skipped", "attempts", "maxAttempts"}], "currentStep": index|null}`, or NULL for a strategy
  * without a fix plan.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_plan_status(const ab_exit_strategy *strategy, char **out_json);
 
 /**
  * Forgets everything seen: back to the configured state.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_reset(const ab_exit_strategy *strategy);
 
@@ -791,9 +658,6 @@ ab_status ab_exit_strategy_add_listener(const ab_exit_strategy *strategy,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_exit_strategy_remove_listener(const ab_exit_strategy *strategy,
                                            uint64_t id,
@@ -803,9 +667,6 @@ ab_status ab_exit_strategy_remove_listener(const ab_exit_strategy *strategy,
  * Creates a Loop from a JSON config (`{"maxIterations": 50, "strategy": {"type": "auto"},
  * "stagnation": {...}, "budget": {...}}`; NULL = defaults, no budget) reading time from `clock`
  * (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a bad config.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_new(const char *config_json, const ab_manual_clock *clock, ab_loop **out_loop);
 
@@ -824,9 +685,6 @@ void ab_loop_free(ab_loop *agent_loop);
  * "analysis", "breaker", "halt"}`. Wrong types are `AB_ERR_INVALID_ARGUMENT`, a malformed event
  * `AB_ERR_INVALID_EVENT` (nothing is recorded); observing after an exit is
  * `AB_ERR_INVALID_ARGUMENT` until `ab_loop_reset`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_observe(const ab_loop *agent_loop, const char *observation_json, char **out_json);
 
@@ -834,17 +692,11 @@ ab_status ab_loop_observe(const ab_loop *agent_loop, const char *observation_jso
  * Writes where the loop stands as JSON to `*out_json`: `{"iteration", "exited", "reason",
  * "outcome", "breaker" (the stagnation breaker's status), "budget" (the budget breaker's
  * snapshot or null)}`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_get_status(const ab_loop *agent_loop, char **out_json);
 
 /**
  * Starts over: iteration 0, the strategy and both breakers reset.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_reset(const ab_loop *agent_loop);
 
@@ -862,9 +714,6 @@ ab_status ab_loop_add_listener(const ab_loop *agent_loop,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_loop_remove_listener(const ab_loop *agent_loop, uint64_t id, bool *out_removed);
 
@@ -876,9 +725,6 @@ ab_status ab_loop_remove_listener(const ab_loop *agent_loop, uint64_t id, bool *
  * `"storeTimeoutMs"`, `"storeFailure"`), each task's budget counters are shared through Redis
  * by every monitor on the key (docs/distributed.md); construction then waits at most
  * `storeTimeoutMs` for it (`AB_ERR_IO` when the server refuses the credentials).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_new(const char *config_json,
                          const ab_manual_clock *clock,
@@ -899,9 +745,6 @@ void ab_monitor_free(ab_monitor *monitor);
  * `{"action": "continue"|"warn"|"halt", "reason", "message", "nudge", "taskId", "step",
  * "detail"}`. A halt is a verdict (`AB_OK`), not an error. A malformed event is
  * `AB_ERR_INVALID_EVENT` and changes nothing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_observe(const ab_monitor *monitor,
                              const char *event_json,
@@ -910,9 +753,6 @@ ab_status ab_monitor_observe(const ab_monitor *monitor,
 /**
  * Checks the duration and idle limits of every open task now (call it about once a second);
  * writes the warnings and halts as a JSON array of verdicts to `*out_json` (`[]` when none).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_tick(const ab_monitor *monitor, char **out_json);
 
@@ -921,9 +761,6 @@ ab_status ab_monitor_tick(const ab_monitor *monitor, char **out_json);
  * [{"taskId", "steps", "toolCalls", "toolCallsByName", "spendCents", "durationSecs",
  * "idleSecs", "rules": {slug: {"count", "threshold"}}, "halted", "halt", "unpairedResults"}],
  * "stack", "ignoredEvents"}` (and, with a store, `"store"`: as `ab_monitor_store_status`).
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_status(const ab_monitor *monitor, char **out_json);
 
@@ -931,18 +768,12 @@ ab_status ab_monitor_status(const ab_monitor *monitor, char **out_json);
  * Writes where the budget counters live as JSON to `*out_json`: with a `store` in the config,
  * `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
  * `"refusing"`; the URL without its password); `null` without a store.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_store_status(const ab_monitor *monitor, char **out_json);
 
 /**
  * Writes everything needed to continue later (in another process too) as JSON to `*out_json`:
  * `{"version": 1, "kind": "monitor", "tasks", "stack", "ignoredEvents", "lastEventAt"}`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_snapshot(const ab_monitor *monitor, char **out_json);
 
@@ -950,17 +781,11 @@ ab_status ab_monitor_snapshot(const ab_monitor *monitor, char **out_json);
  * Replaces the state with a snapshot's (JSON, as `ab_monitor_snapshot` writes it). A malformed
  * snapshot, one of another kind or version, or one beyond a monitor's bounds is
  * `AB_ERR_INVALID_SNAPSHOT` and changes nothing.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_restore(const ab_monitor *monitor, const char *snapshot_json);
 
 /**
  * Forgets every task and counter; the configuration stays.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_reset(const ab_monitor *monitor);
 
@@ -978,9 +803,6 @@ ab_status ab_monitor_add_listener(const ab_monitor *monitor,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- * Pointer arguments as the conventions say (NULL or valid).
  */
 ab_status ab_monitor_remove_listener(const ab_monitor *monitor, uint64_t id, bool *out_removed);
 

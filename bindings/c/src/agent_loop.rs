@@ -24,9 +24,6 @@ listener::handle!(ab_loop(Loop), "agent_loop");
 /// Creates a Loop from a JSON config (`{"maxIterations": 50, "strategy": {"type": "auto"},
 /// "stagnation": {...}, "budget": {...}}`; NULL = defaults, no budget) reading time from `clock`
 /// (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a bad config.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_new(
     config_json: *const c_char,
@@ -53,9 +50,6 @@ pub unsafe extern "C" fn ab_loop_free(agent_loop: *mut ab_loop) {
 /// "analysis", "breaker", "halt"}`. Wrong types are `AB_ERR_INVALID_ARGUMENT`, a malformed event
 /// `AB_ERR_INVALID_EVENT` (nothing is recorded); observing after an exit is
 /// `AB_ERR_INVALID_ARGUMENT` until `ab_loop_reset`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_observe(
     agent_loop: *const ab_loop,
@@ -78,9 +72,6 @@ pub unsafe extern "C" fn ab_loop_observe(
 /// Writes where the loop stands as JSON to `*out_json`: `{"iteration", "exited", "reason",
 /// "outcome", "breaker" (the stagnation breaker's status), "budget" (the budget breaker's
 /// snapshot or null)}`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_get_status(
     agent_loop: *const ab_loop,
@@ -91,9 +82,6 @@ pub unsafe extern "C" fn ab_loop_get_status(
 }
 
 /// Starts over: iteration 0, the strategy and both breakers reset.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_reset(agent_loop: *const ab_loop) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
@@ -117,9 +105,6 @@ pub unsafe extern "C" fn ab_loop_add_listener(
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_remove_listener(
     agent_loop: *const ab_loop,

@@ -27,9 +27,6 @@ listener::handle!(ab_budget_breaker(BudgetBreaker), "breaker");
 /// "maxTokenSpendCentsPerTask": 5000, "maxTaskDurationSecs": 1800, "maxIdleSecs": 300,
 /// "similarityJaccardThreshold": 0.95, "loopWindow": 3, "maxTokensPerOutput": 512, "prices": {...}}`;
 /// NULL = defaults) reading time from `clock` (NULL = the system clock).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_new(
     config_json: *const c_char,
@@ -59,9 +56,6 @@ unsafe fn read_env(env_json: *const c_char) -> Result<EnvConfig> {
 /// strings (`{"AGENTBREAKER_TOOL_CAP": "20"}`), or NULL to read the process environment.
 /// Invalid variables fall back to the defaults; the warnings (`[{"variable", "value",
 /// "message"}]`) are written as JSON to `*out_warnings_json`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_new_from_env(
     env_json: *const c_char,
@@ -104,9 +98,6 @@ pub unsafe extern "C" fn ab_budget_breaker_free(breaker: *mut ab_budget_breaker)
 /// types are ignored). Writes the halt it caused as JSON (`{"kind", "slug", "taskId", "message",
 /// ...}`) to `*out_halt_json`, or NULL when it caused none. A malformed event is
 /// `AB_ERR_INVALID_EVENT` and changes nothing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_ingest(
     breaker: *const ab_budget_breaker,
@@ -127,9 +118,6 @@ pub unsafe extern "C" fn ab_budget_breaker_ingest(
 
 /// Checks duration and idle time of every open task (call it about once a second); writes the
 /// halts as a JSON array to `*out_json` (`[]` when none), tasks in the order they were opened.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_tick(
     breaker: *const ab_budget_breaker,
@@ -141,9 +129,6 @@ pub unsafe extern "C" fn ab_budget_breaker_tick(
 
 /// Writes the live snapshot as JSON to `*out_json`: `{"tasks": [{"taskId", "toolCalls",
 /// "spendCents", "durationSecs", "idleSecs", "halted"}], "stack": [...], "ignoredEvents"}`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_snapshot(
     breaker: *const ab_budget_breaker,
@@ -154,9 +139,6 @@ pub unsafe extern "C" fn ab_budget_breaker_snapshot(
 }
 
 /// Forgets every task, the stack and the counters.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_reset(breaker: *const ab_budget_breaker) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
@@ -179,9 +161,6 @@ pub unsafe extern "C" fn ab_budget_breaker_add_listener(
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_remove_listener(
     breaker: *const ab_budget_breaker,
@@ -198,9 +177,6 @@ pub unsafe extern "C" fn ab_budget_breaker_remove_listener(
 /// [{"variable", "value", "message"}]}` to `*out_json`; the `config` object can be passed to
 /// `ab_budget_breaker_new` as it is. Invalid values fall back to the defaults with a warning;
 /// `env_json` that is not an object of strings is `AB_ERR_INVALID_ARGUMENT`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_config_from_env(
     env_json: *const c_char,

@@ -26,9 +26,6 @@ impl Handle for ab_manual_clock {
 }
 
 /// Creates a manual clock reading `start_ms`; writes it to `*out_clock`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_new(
     start_ms: u64,
@@ -56,9 +53,6 @@ pub unsafe extern "C" fn ab_manual_clock_free(clock: *mut ab_manual_clock) {
 }
 
 /// Sets the time to `ms`. Setting it backwards is allowed: breakers treat it as no time passing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_set(clock: *const ab_manual_clock, ms: u64) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
@@ -66,9 +60,6 @@ pub unsafe extern "C" fn ab_manual_clock_set(clock: *const ab_manual_clock, ms: 
 }
 
 /// Moves the time forward by `ms` (saturating).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_advance(
     clock: *const ab_manual_clock,
@@ -79,9 +70,6 @@ pub unsafe extern "C" fn ab_manual_clock_advance(
 }
 
 /// Writes the current time (ms) to `*out_ms`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_now(
     clock: *const ab_manual_clock,

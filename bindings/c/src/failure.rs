@@ -36,9 +36,6 @@ pub type ab_guarded_fn = Option<unsafe extern "C" fn(user_data: *mut c_void) -> 
 ///
 /// Errors: `AB_ERR_INVALID_CONFIG` (not JSON, unknown key, wrong type, out of range),
 /// `AB_ERR_INVALID_SNAPSHOT`, `AB_ERR_IO`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_new(
     config_json: *const c_char,
@@ -60,9 +57,6 @@ pub unsafe extern "C" fn ab_failure_breaker_free(breaker: *mut ab_failure_breake
 }
 
 /// Records a success: the failure count goes to 0; in HALF_OPEN the circuit closes.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_record_success(
     breaker: *const ab_failure_breaker,
@@ -73,9 +67,6 @@ pub unsafe extern "C" fn ab_failure_breaker_record_success(
 
 /// Records a failure with its error text (UTF-8; compared by `errorMatch` for the identical-error
 /// rule). May open the circuit and emit `warning` / `stateChange` events.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_record_failure(
     breaker: *const ab_failure_breaker,
@@ -87,9 +78,6 @@ pub unsafe extern "C" fn ab_failure_breaker_record_failure(
 
 /// Asks whether an operation may run: writes `{"allowed": bool, "message": string|null}` to
 /// `*out_json`. In OPEN after the cooldown this call moves to HALF_OPEN and is the probe.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_should_allow_operation(
     breaker: *const ab_failure_breaker,
@@ -104,9 +92,6 @@ pub unsafe extern "C" fn ab_failure_breaker_should_allow_operation(
 /// `_record_failure`; an outcome never recorded is a lost probe, whose permit comes back after
 /// `probeTimeoutMs`), `AB_ERR_CIRCUIT_OPEN` with the refusal message in `ab_last_error_message()`
 /// when it may not.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_try_acquire(
     breaker: *const ab_failure_breaker,
@@ -150,9 +135,6 @@ pub unsafe extern "C" fn ab_failure_breaker_call(
 
 /// Writes the current state to `*out_state` (the OPEN→HALF_OPEN move is lazy: OPEN until
 /// `ab_failure_breaker_should_allow_operation` is asked after the cooldown).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_state(
     breaker: *const ab_failure_breaker,
@@ -169,9 +151,6 @@ pub unsafe extern "C" fn ab_failure_breaker_state(
 /// Writes the status as JSON to `*out_json`: `{"state", "consecutiveFailures", "threshold",
 /// "failureHistory": [{"atMs", "error", "state"}], "openedAt", "cooldownMs",
 /// "cooldownRemainingMs", "trips"}`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_get_status(
     breaker: *const ab_failure_breaker,
@@ -183,9 +162,6 @@ pub unsafe extern "C" fn ab_failure_breaker_get_status(
 
 /// Writes the lifetime metrics as JSON to `*out_json`: `{"totalFailures", "totalSuccesses",
 /// "trips", "recoveries", "reopenings", "recoveryRate", "mtbfMs"}`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_metrics(
     breaker: *const ab_failure_breaker,
@@ -198,9 +174,6 @@ pub unsafe extern "C" fn ab_failure_breaker_metrics(
 /// Writes where the state lives as JSON to `*out_json`: with a `store` in the config,
 /// `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
 /// `"refusing"`; the URL without its password); `null` without a store.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_store_status(
     breaker: *const ab_failure_breaker,
@@ -211,9 +184,6 @@ pub unsafe extern "C" fn ab_failure_breaker_store_status(
 }
 
 /// Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_reset(breaker: *const ab_failure_breaker) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
@@ -222,9 +192,6 @@ pub unsafe extern "C" fn ab_failure_breaker_reset(breaker: *const ab_failure_bre
 
 /// Writes the snapshot as JSON to `*out_json`: `{"version": 1, "kind": "failure", "state",
 /// "consecutiveFailures", "openedAt", "backoffLevel", "trips", "failureHistory"}`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_snapshot(
     breaker: *const ab_failure_breaker,
@@ -237,9 +204,6 @@ pub unsafe extern "C" fn ab_failure_breaker_snapshot(
 /// Restores a snapshot given as JSON (OPEN stays OPEN with its `openedAt`; HALF_OPEN comes back
 /// CLOSED). `AB_ERR_INVALID_SNAPSHOT` (not JSON, malformed, other kind or version) changes
 /// nothing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_restore(
     breaker: *const ab_failure_breaker,
@@ -251,9 +215,6 @@ pub unsafe extern "C" fn ab_failure_breaker_restore(
 
 /// Writes the snapshot to the file `path` (UTF-8) atomically (temporary file, fsync, rename).
 /// `AB_ERR_IO` when it cannot (a missing directory is never created).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_save(
     breaker: *const ab_failure_breaker,
@@ -266,9 +227,6 @@ pub unsafe extern "C" fn ab_failure_breaker_save(
 /// Restores from the file `path` (UTF-8). Writes false to `*out_loaded` (and changes nothing) when
 /// the file does not exist; `AB_ERR_INVALID_SNAPSHOT` for a corrupt file, `AB_ERR_IO` when it
 /// cannot be read.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_load(
     breaker: *const ab_failure_breaker,
@@ -308,9 +266,6 @@ pub unsafe extern "C" fn ab_failure_breaker_add_listener(
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_failure_breaker_remove_listener(
     breaker: *const ab_failure_breaker,

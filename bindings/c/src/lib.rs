@@ -16,6 +16,9 @@
 // `SAFETY:` comment naming the caller contract it relies on; the raw pointer handling is
 // concentrated in `ffi.rs` and `listener.rs`.
 #![allow(unsafe_code)]
+// Every export's safety contract is the header's pointer conventions, stated once in its opening
+// comment; an export with more to say (a callback, `_free`) has a `# Safety` section of its own.
+#![allow(clippy::missing_safety_doc)]
 // The exported names follow C conventions (`ab_failure_breaker`, `AB_OK`), as the header shows them.
 #![allow(non_camel_case_types)]
 

@@ -30,9 +30,6 @@ listener::handle!(ab_monitor(Monitor), "monitor");
 /// `"storeTimeoutMs"`, `"storeFailure"`), each task's budget counters are shared through Redis
 /// by every monitor on the key (docs/distributed.md); construction then waits at most
 /// `storeTimeoutMs` for it (`AB_ERR_IO` when the server refuses the credentials).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_new(
     config_json: *const c_char,
@@ -59,9 +56,6 @@ pub unsafe extern "C" fn ab_monitor_free(monitor: *mut ab_monitor) {
 /// `{"action": "continue"|"warn"|"halt", "reason", "message", "nudge", "taskId", "step",
 /// "detail"}`. A halt is a verdict (`AB_OK`), not an error. A malformed event is
 /// `AB_ERR_INVALID_EVENT` and changes nothing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_observe(
     monitor: *const ab_monitor,
@@ -82,9 +76,6 @@ pub unsafe extern "C" fn ab_monitor_observe(
 
 /// Checks the duration and idle limits of every open task now (call it about once a second);
 /// writes the warnings and halts as a JSON array of verdicts to `*out_json` (`[]` when none).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_tick(
     monitor: *const ab_monitor,
@@ -98,9 +89,6 @@ pub unsafe extern "C" fn ab_monitor_tick(
 /// [{"taskId", "steps", "toolCalls", "toolCallsByName", "spendCents", "durationSecs",
 /// "idleSecs", "rules": {slug: {"count", "threshold"}}, "halted", "halt", "unpairedResults"}],
 /// "stack", "ignoredEvents"}` (and, with a store, `"store"`: as `ab_monitor_store_status`).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_status(
     monitor: *const ab_monitor,
@@ -113,9 +101,6 @@ pub unsafe extern "C" fn ab_monitor_status(
 /// Writes where the budget counters live as JSON to `*out_json`: with a `store` in the config,
 /// `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
 /// `"refusing"`; the URL without its password); `null` without a store.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_store_status(
     monitor: *const ab_monitor,
@@ -127,9 +112,6 @@ pub unsafe extern "C" fn ab_monitor_store_status(
 
 /// Writes everything needed to continue later (in another process too) as JSON to `*out_json`:
 /// `{"version": 1, "kind": "monitor", "tasks", "stack", "ignoredEvents", "lastEventAt"}`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_snapshot(
     monitor: *const ab_monitor,
@@ -142,9 +124,6 @@ pub unsafe extern "C" fn ab_monitor_snapshot(
 /// Replaces the state with a snapshot's (JSON, as `ab_monitor_snapshot` writes it). A malformed
 /// snapshot, one of another kind or version, or one beyond a monitor's bounds is
 /// `AB_ERR_INVALID_SNAPSHOT` and changes nothing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_restore(
     monitor: *const ab_monitor,
@@ -155,9 +134,6 @@ pub unsafe extern "C" fn ab_monitor_restore(
 }
 
 /// Forgets every task and counter; the configuration stays.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_reset(monitor: *const ab_monitor) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
@@ -181,9 +157,6 @@ pub unsafe extern "C" fn ab_monitor_add_listener(
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_remove_listener(
     monitor: *const ab_monitor,

@@ -26,9 +26,6 @@ listener::handle!(ab_stagnation_breaker(StagnationBreaker), "breaker");
 /// "sameErrorThreshold": 5, "outputDeclineThreshold": 70, "errorMatch": "normalized"}`; NULL =
 /// defaults) reading time from `clock` (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a
 /// bad config.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_new(
     config_json: *const c_char,
@@ -52,9 +49,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_free(breaker: *mut ab_stagnation_
 /// Records one iteration given as JSON: `{"filesChanged": 2, "testsPassing": 10,
 /// "outputLength": 900}` (missing keys are 0). Anything but whole numbers >= 0, or another key,
 /// is `AB_ERR_INVALID_ARGUMENT` and records nothing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_record_progress(
     breaker: *const ab_stagnation_breaker,
@@ -73,9 +67,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_record_progress(
 }
 
 /// Records an error (UTF-8 text). A `transient` error (rate limit, 5xx, timeout) never counts.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_record_error(
     breaker: *const ab_stagnation_breaker,
@@ -94,9 +85,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_record_error(
 /// `cycleRepeats`, `failStreakThreshold`, `failWindow`; all off unless configured):
 /// `{"action": "bash: pytest -q", "result"?: "3 failed", "failed"?: true}`. Wrong types or another
 /// key are `AB_ERR_INVALID_ARGUMENT` and record nothing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_record_step(
     breaker: *const ab_stagnation_breaker,
@@ -116,9 +104,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_record_step(
 
 /// Writes `{"allowContinue": bool, "state", "reason": string|null}` to `*out_json`;
 /// `allowContinue` is false only in OPEN.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_check(
     breaker: *const ab_stagnation_breaker,
@@ -129,9 +114,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_check(
 }
 
 /// Writes the current state to `*out_state`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_state(
     breaker: *const ab_stagnation_breaker,
@@ -147,9 +129,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_state(
 
 /// Writes the status as JSON to `*out_json`: `{"state", "consecutiveNoProgress", "errorCounts",
 /// "outputTrend", "lastProgress"}`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_get_status(
     breaker: *const ab_stagnation_breaker,
@@ -160,9 +139,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_get_status(
 }
 
 /// Back to CLOSED with every counter cleared.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_reset(
     breaker: *const ab_stagnation_breaker,
@@ -172,9 +148,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_reset(
 }
 
 /// Writes the snapshot as JSON to `*out_json` (`{"version": 1, "kind": "stagnation", ...}`).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_snapshot(
     breaker: *const ab_stagnation_breaker,
@@ -186,9 +159,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_snapshot(
 
 /// Restores a snapshot given as JSON (OPEN stays OPEN; HALF_OPEN comes back CLOSED).
 /// `AB_ERR_INVALID_SNAPSHOT` changes nothing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_restore(
     breaker: *const ab_stagnation_breaker,
@@ -214,9 +184,6 @@ pub unsafe extern "C" fn ab_stagnation_breaker_add_listener(
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_remove_listener(
     breaker: *const ab_stagnation_breaker,

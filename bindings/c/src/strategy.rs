@@ -14,9 +14,6 @@ use crate::status::ab_status;
 /// Analyzes an agent's response text (UTF-8) and writes the analysis as JSON to `*out_json`:
 /// `{"completionSignal": {"detected", "confidence", "phrases"}, "confidence", "exitSignal",
 /// "testsPassing", "testsFailing"}`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_analyze(text: *const c_char, out_json: *mut *mut c_char) -> ab_status {
     boundary(|| {
@@ -52,9 +49,6 @@ fn fix_plan(config: &Value, clock: SharedClock) -> agentbreaker_core::Result<Exi
 /// or `{"type": "fix_plan", "markdown": "- [ ] ..."}`, `{"type": "circuit_breaker"}`,
 /// `{"type": "composite", "mode": "any"|"all", "members": [...]}`; NULL = `auto`. `clock` (NULL =
 /// the system clock) only stamps events. `AB_ERR_INVALID_CONFIG` for a bad config.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_new(
     config_json: *const c_char,
@@ -69,9 +63,6 @@ pub unsafe extern "C" fn ab_exit_strategy_new(
 /// [{"description", "completed"?, "attempts"?, "maxAttempts"?}], "maxAttempts"?}` or
 /// `{"markdown": "- [ ] ...", "maxAttempts"?}`. NULL is `AB_ERR_INVALID_CONFIG` (a plan needs
 /// steps).
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan(
     config_json: *const c_char,
@@ -86,9 +77,6 @@ pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan(
 /// other lines are ignored), each step with the default 3 attempts. The same as
 /// `ab_exit_strategy_new_fix_plan` with `{"markdown": markdown}`, without escaping the text into
 /// JSON.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan_markdown(
     markdown: *const c_char,
@@ -125,9 +113,6 @@ pub unsafe extern "C" fn ab_exit_strategy_free(strategy: *mut ab_exit_strategy) 
 /// analysis and `circuit_state` (`"CLOSED"`, `"HALF_OPEN"` or `"OPEN"`; NULL = `"CLOSED"`) to the
 /// strategy. Writes `{"exit": bool, "reason": string|null}` to `*out_json`. Another circuit state
 /// is `AB_ERR_INVALID_ARGUMENT` and changes nothing.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_should_exit(
     strategy: *const ab_exit_strategy,
@@ -154,9 +139,6 @@ pub unsafe extern "C" fn ab_exit_strategy_should_exit(
 /// Writes a fix plan's progress as JSON to `*out_json`: `{"steps": [{"description", "completed",
 /// "skipped", "attempts", "maxAttempts"}], "currentStep": index|null}`, or NULL for a strategy
 /// without a fix plan.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_plan_status(
     strategy: *const ab_exit_strategy,
@@ -171,9 +153,6 @@ pub unsafe extern "C" fn ab_exit_strategy_plan_status(
 }
 
 /// Forgets everything seen: back to the configured state.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_reset(strategy: *const ab_exit_strategy) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
@@ -197,9 +176,6 @@ pub unsafe extern "C" fn ab_exit_strategy_add_listener(
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-/// Pointer arguments as the conventions say (NULL or valid).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_remove_listener(
     strategy: *const ab_exit_strategy,
