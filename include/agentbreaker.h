@@ -10,11 +10,16 @@
  *   `ab_status_code()` names a status, `ab_last_error_message()` describes the last failure on
  *   the calling thread.
  * - Out-parameters (`out_*`) are written only when the call returns `AB_OK`, and must not be NULL.
+ * - Pointer arguments, the safety contract of every function (one with more to say has a "Safety"
+ *   section): a handle is NULL or a live handle of its type from this library, not yet freed; a
+ *   string is NULL or NUL-terminated; an out-parameter is NULL or writable. NULL where a value is
+ *   required is `AB_ERR_NULL_ARG`.
  * - Strings are NUL-terminated UTF-8; invalid UTF-8 is `AB_ERR_INVALID_ARGUMENT`.
- * - Configs are JSON strings with the SPEC's camelCase keys; NULL means all defaults.
- *   Structured arguments (iteration metrics, observations, events, snapshots) are JSON strings too.
+ * - Configs are JSON strings with the contract's camelCase keys (docs/contract.md); NULL means
+ *   all defaults. Structured arguments (iteration metrics, observations, events, snapshots) are
+ *   JSON strings too.
  * - Structured results (statuses, decisions, halts, verdicts, snapshots) are JSON strings with the
- *   SPEC's keys, owned by the caller and released with `ab_string_free()`.
+ *   contract's keys, owned by the caller and released with `ab_string_free()`.
  * - Listeners are a function pointer plus `void *user_data`; the event JSON is valid only during
  *   the call.
  * - No call aborts the process: every body runs inside a panic boundary. Handles are safe to use
@@ -105,36 +110,36 @@ typedef enum {
 } ab_state;
 
 /**
- * A BudgetBreaker (SPEC 4): per-task tool-call, spend, duration, idle and output-loop limits over
- * an agent's event stream. Safe to share between threads. Create with `ab_budget_breaker_new`
- * (or `ab_budget_breaker_new_from_env`), release with `ab_budget_breaker_free`.
+ * A BudgetBreaker: per-task tool-call, spend, duration, idle and output-loop limits over an
+ * agent's event stream. Safe to share between threads. Create with `ab_budget_breaker_new` (or
+ * `ab_budget_breaker_new_from_env`), release with `ab_budget_breaker_free`.
  */
 typedef struct ab_budget_breaker ab_budget_breaker;
 
 /**
- * An exit strategy (SPEC 5): `auto`, `done_signals`, `fix_plan`, `circuit_breaker` or
- * `composite`. Stateful; safe to share between threads. Create with `ab_exit_strategy_new`,
+ * An exit strategy: `auto`, `done_signals`, `fix_plan`, `circuit_breaker` or `composite`.
+ * Stateful; safe to share between threads. Create with `ab_exit_strategy_new`,
  * `ab_exit_strategy_new_fix_plan` or `ab_exit_strategy_new_fix_plan_markdown`; release with
  * `ab_exit_strategy_free`.
  */
 typedef struct ab_exit_strategy ab_exit_strategy;
 
 /**
- * A FailureBreaker (SPEC 2): consecutive failures open the circuit; after a cooldown a probe
- * decides whether it closes again. Safe to share between threads. Create with
- * `ab_failure_breaker_new`, release with `ab_failure_breaker_free`.
+ * A FailureBreaker: consecutive failures open the circuit; after a cooldown a probe decides
+ * whether it closes again. Safe to share between threads. Create with `ab_failure_breaker_new`,
+ * release with `ab_failure_breaker_free`.
  */
 typedef struct ab_failure_breaker ab_failure_breaker;
 
 /**
- * A Loop (SPEC 5): analyzes each response, applies an exit strategy, watches for stagnation and
- * budget halts, and says continue or exit. Safe to share between threads. Create with
- * `ab_loop_new`, release with `ab_loop_free`.
+ * A Loop: analyzes each response, applies an exit strategy, watches for stagnation and budget
+ * halts, and says continue or exit. Safe to share between threads. Create with `ab_loop_new`,
+ * release with `ab_loop_free`.
  */
 typedef struct ab_loop ab_loop;
 
 /**
- * A manual clock (SPEC 1): time in milliseconds that moves only with `ab_manual_clock_set` /
+ * A manual clock: time in milliseconds that moves only with `ab_manual_clock_set` /
  * `ab_manual_clock_advance`. Pass it to any number of constructors; each breaker keeps its own
  * reference, so the clock may be freed before or after them. Safe to use from several threads.
  * Constructors given NULL instead use the system clock (monotonic, Unix-epoch milliseconds).
@@ -150,10 +155,10 @@ typedef struct ab_manual_clock ab_manual_clock;
 typedef struct ab_monitor ab_monitor;
 
 /**
- * A StagnationBreaker (SPEC 3): watches a loop's iterations for no progress, the same error
- * repeated and declining output, and (when configured) an agent's steps for repeated actions,
- * cycles and fail streaks. Safe to share between threads. Create with
- * `ab_stagnation_breaker_new`, release with `ab_stagnation_breaker_free`.
+ * A StagnationBreaker: watches a loop's iterations for no progress, the same error repeated and
+ * declining output, and (when configured) an agent's steps for repeated actions, cycles and fail
+ * streaks. Safe to share between threads. Create with `ab_stagnation_breaker_new`, release with
+ * `ab_stagnation_breaker_free`.
  */
 typedef struct ab_stagnation_breaker ab_stagnation_breaker;
 
@@ -219,10 +224,6 @@ const char *ab_version(void);
 
 /**
  * Creates a manual clock reading `start_ms`; writes it to `*out_clock`.
- *
- * # Safety
- *
- * `out_clock` is NULL or valid for writing a pointer.
  */
 ab_status ab_manual_clock_new(uint64_t start_ms, ab_manual_clock **out_clock);
 
@@ -231,41 +232,28 @@ ab_status ab_manual_clock_new(uint64_t start_ms, ab_manual_clock **out_clock);
  * undefined behaviour.
  *
  * # Safety
- *
- * `clock` is NULL or a clock from `ab_manual_clock_new` that has not been freed.
+ * `clock` is NULL or a clock not yet freed.
  */
 void ab_manual_clock_free(ab_manual_clock *clock);
 
 /**
  * Sets the time to `ms`. Setting it backwards is allowed: breakers treat it as no time passing.
- *
- * # Safety
- *
- * `clock` is NULL or a live clock.
  */
 ab_status ab_manual_clock_set(const ab_manual_clock *clock, uint64_t ms);
 
 /**
  * Moves the time forward by `ms` (saturating).
- *
- * # Safety
- *
- * `clock` is NULL or a live clock.
  */
 ab_status ab_manual_clock_advance(const ab_manual_clock *clock, uint64_t ms);
 
 /**
  * Writes the current time (ms) to `*out_ms`.
- *
- * # Safety
- *
- * `clock` is NULL or a live clock; `out_ms` is NULL or writable.
  */
 ab_status ab_manual_clock_now(const ab_manual_clock *clock, uint64_t *out_ms);
 
 /**
- * Creates a FailureBreaker from a JSON config with the SPEC's camelCase keys
- * (`{"failureThreshold": 5, "cooldownMs": 30000, ...}`; NULL or `"{}"` = the seed's defaults)
+ * Creates a FailureBreaker from a JSON config with camelCase keys
+ * (`{"failureThreshold": 5, "cooldownMs": 30000, ...}`; NULL or `"{}"` = the defaults)
  * reading time from `clock` (NULL = the system clock). With `statePath` the state file is loaded
  * now (a corrupt file is `AB_ERR_INVALID_SNAPSHOT`). With `"store": "redis://..."` and `"key"`
  * (and `"storeTimeoutMs"`, `"storeFailure"`) the state lives in Redis, one circuit for every
@@ -274,11 +262,6 @@ ab_status ab_manual_clock_now(const ab_manual_clock *clock, uint64_t *out_ms);
  *
  * Errors: `AB_ERR_INVALID_CONFIG` (not JSON, unknown key, wrong type, out of range),
  * `AB_ERR_INVALID_SNAPSHOT`, `AB_ERR_IO`.
- *
- * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_breaker` is NULL or writable.
  */
 ab_status ab_failure_breaker_new(const char *config_json,
                                  const ab_manual_clock *clock,
@@ -288,38 +271,24 @@ ab_status ab_failure_breaker_new(const char *config_json,
  * Releases a FailureBreaker. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `breaker` is NULL or a breaker from `ab_failure_breaker_new` that has not been freed and that
- * no other thread is using.
+ * `breaker` is NULL or a breaker not yet freed that no other thread is using.
  */
 void ab_failure_breaker_free(ab_failure_breaker *breaker);
 
 /**
  * Records a success: the failure count goes to 0; in HALF_OPEN the circuit closes.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker.
  */
 ab_status ab_failure_breaker_record_success(const ab_failure_breaker *breaker);
 
 /**
  * Records a failure with its error text (UTF-8; compared by `errorMatch` for the identical-error
  * rule). May open the circuit and emit `warning` / `stateChange` events.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `error` is NULL or a NUL-terminated string.
  */
 ab_status ab_failure_breaker_record_failure(const ab_failure_breaker *breaker, const char *error);
 
 /**
  * Asks whether an operation may run: writes `{"allowed": bool, "message": string|null}` to
  * `*out_json`. In OPEN after the cooldown this call moves to HALF_OPEN and is the probe.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_failure_breaker_should_allow_operation(const ab_failure_breaker *breaker,
                                                     char **out_json);
@@ -330,23 +299,18 @@ ab_status ab_failure_breaker_should_allow_operation(const ab_failure_breaker *br
  * `_record_failure`; an outcome never recorded is a lost probe, whose permit comes back after
  * `probeTimeoutMs`), `AB_ERR_CIRCUIT_OPEN` with the refusal message in `ab_last_error_message()`
  * when it may not.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker.
  */
 ab_status ab_failure_breaker_try_acquire(const ab_failure_breaker *breaker);
 
 /**
- * A guarded call (SPEC 2): asks the breaker; when refused returns `AB_ERR_CIRCUIT_OPEN` (message
- * in `ab_last_error_message()`) without calling `operation`. Otherwise calls
+ * A guarded call: asks the breaker; when refused returns `AB_ERR_CIRCUIT_OPEN` (message in
+ * `ab_last_error_message()`) without calling `operation`. Otherwise calls
  * `operation(user_data)`, records a success (it returned NULL) or a failure with the text it
  * returned, returns `AB_OK` and writes whether the operation succeeded to `*out_ok`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `operation` is NULL or a function as `ab_guarded_fn`
- * describes; `out_ok` is NULL or writable.
+ * Pointer arguments as the conventions say; `operation` is NULL or a function as
+ * `ab_guarded_fn` describes.
  */
 ab_status ab_failure_breaker_call(const ab_failure_breaker *breaker,
                                   ab_guarded_fn operation,
@@ -356,10 +320,6 @@ ab_status ab_failure_breaker_call(const ab_failure_breaker *breaker,
 /**
  * Writes the current state to `*out_state` (the OPEN→HALF_OPEN move is lazy: OPEN until
  * `ab_failure_breaker_should_allow_operation` is asked after the cooldown).
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_state` is NULL or writable.
  */
 ab_status ab_failure_breaker_state(const ab_failure_breaker *breaker, ab_state *out_state);
 
@@ -367,20 +327,12 @@ ab_status ab_failure_breaker_state(const ab_failure_breaker *breaker, ab_state *
  * Writes the status as JSON to `*out_json`: `{"state", "consecutiveFailures", "threshold",
  * "failureHistory": [{"atMs", "error", "state"}], "openedAt", "cooldownMs",
  * "cooldownRemainingMs", "trips"}`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_failure_breaker_get_status(const ab_failure_breaker *breaker, char **out_json);
 
 /**
  * Writes the lifetime metrics as JSON to `*out_json`: `{"totalFailures", "totalSuccesses",
  * "trips", "recoveries", "reopenings", "recoveryRate", "mtbfMs"}`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_failure_breaker_metrics(const ab_failure_breaker *breaker, char **out_json);
 
@@ -388,29 +340,17 @@ ab_status ab_failure_breaker_metrics(const ab_failure_breaker *breaker, char **o
  * Writes where the state lives as JSON to `*out_json`: with a `store` in the config,
  * `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
  * `"refusing"`; the URL without its password); `null` without a store.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_failure_breaker_store_status(const ab_failure_breaker *breaker, char **out_json);
 
 /**
  * Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker.
  */
 ab_status ab_failure_breaker_reset(const ab_failure_breaker *breaker);
 
 /**
  * Writes the snapshot as JSON to `*out_json`: `{"version": 1, "kind": "failure", "state",
  * "consecutiveFailures", "openedAt", "backoffLevel", "trips", "failureHistory"}`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_failure_breaker_snapshot(const ab_failure_breaker *breaker, char **out_json);
 
@@ -418,20 +358,12 @@ ab_status ab_failure_breaker_snapshot(const ab_failure_breaker *breaker, char **
  * Restores a snapshot given as JSON (OPEN stays OPEN with its `openedAt`; HALF_OPEN comes back
  * CLOSED). `AB_ERR_INVALID_SNAPSHOT` (not JSON, malformed, other kind or version) changes
  * nothing.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `snapshot_json` is NULL or a NUL-terminated string.
  */
 ab_status ab_failure_breaker_restore(const ab_failure_breaker *breaker, const char *snapshot_json);
 
 /**
  * Writes the snapshot to the file `path` (UTF-8) atomically (temporary file, fsync, rename).
  * `AB_ERR_IO` when it cannot (a missing directory is never created).
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `path` is NULL or a NUL-terminated string.
  */
 ab_status ab_failure_breaker_save(const ab_failure_breaker *breaker, const char *path);
 
@@ -439,11 +371,6 @@ ab_status ab_failure_breaker_save(const ab_failure_breaker *breaker, const char 
  * Restores from the file `path` (UTF-8). Writes false to `*out_loaded` (and changes nothing) when
  * the file does not exist; `AB_ERR_INVALID_SNAPSHOT` for a corrupt file, `AB_ERR_IO` when it
  * cannot be read.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `path` is NULL or a NUL-terminated string; `out_loaded`
- * is NULL or writable.
  */
 ab_status ab_failure_breaker_load(const ab_failure_breaker *breaker,
                                   const char *path,
@@ -453,10 +380,9 @@ ab_status ab_failure_breaker_load(const ab_failure_breaker *breaker,
  * Adds a listener for `stateChange` and `warning` events; writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
- * `breaker` is NULL or a live breaker; `listener` is NULL or a function as `ab_listener_fn`
- * describes, which may be called with `user_data` until it is removed or the breaker is freed;
- * `out_id` is NULL or writable.
+ * Pointer arguments as the conventions say; `listener` is NULL or a function as
+ * `ab_listener_fn` describes, which may be called with `user_data` until it is removed or the
+ * handle is freed.
  */
 ab_status ab_failure_breaker_add_listener(const ab_failure_breaker *breaker,
                                           ab_listener_fn listener,
@@ -465,10 +391,6 @@ ab_status ab_failure_breaker_add_listener(const ab_failure_breaker *breaker,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
  */
 ab_status ab_failure_breaker_remove_listener(const ab_failure_breaker *breaker,
                                              uint64_t id,
@@ -479,11 +401,6 @@ ab_status ab_failure_breaker_remove_listener(const ab_failure_breaker *breaker,
  * "sameErrorThreshold": 5, "outputDeclineThreshold": 70, "errorMatch": "normalized"}`; NULL =
  * defaults) reading time from `clock` (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a
  * bad config.
- *
- * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_breaker` is NULL or writable.
  */
 ab_status ab_stagnation_breaker_new(const char *config_json,
                                     const ab_manual_clock *clock,
@@ -493,9 +410,7 @@ ab_status ab_stagnation_breaker_new(const char *config_json,
  * Releases a StagnationBreaker. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `breaker` is NULL or a breaker from `ab_stagnation_breaker_new` that has not been freed and
- * that no other thread is using.
+ * `breaker` is NULL or a breaker not yet freed that no other thread is using.
  */
 void ab_stagnation_breaker_free(ab_stagnation_breaker *breaker);
 
@@ -503,20 +418,12 @@ void ab_stagnation_breaker_free(ab_stagnation_breaker *breaker);
  * Records one iteration given as JSON: `{"filesChanged": 2, "testsPassing": 10,
  * "outputLength": 900}` (missing keys are 0). Anything but whole numbers >= 0, or another key,
  * is `AB_ERR_INVALID_ARGUMENT` and records nothing.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `metrics_json` is NULL or a NUL-terminated string.
  */
 ab_status ab_stagnation_breaker_record_progress(const ab_stagnation_breaker *breaker,
                                                 const char *metrics_json);
 
 /**
  * Records an error (UTF-8 text). A `transient` error (rate limit, 5xx, timeout) never counts.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `error` is NULL or a NUL-terminated string.
  */
 ab_status ab_stagnation_breaker_record_error(const ab_stagnation_breaker *breaker,
                                              const char *error,
@@ -527,10 +434,6 @@ ab_status ab_stagnation_breaker_record_error(const ab_stagnation_breaker *breake
  * `cycleRepeats`, `failStreakThreshold`, `failWindow`; all off unless configured):
  * `{"action": "bash: pytest -q", "result"?: "3 failed", "failed"?: true}`. Wrong types or another
  * key are `AB_ERR_INVALID_ARGUMENT` and record nothing.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `step_json` is NULL or a NUL-terminated string.
  */
 ab_status ab_stagnation_breaker_record_step(const ab_stagnation_breaker *breaker,
                                             const char *step_json);
@@ -538,57 +441,33 @@ ab_status ab_stagnation_breaker_record_step(const ab_stagnation_breaker *breaker
 /**
  * Writes `{"allowContinue": bool, "state", "reason": string|null}` to `*out_json`;
  * `allowContinue` is false only in OPEN.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_stagnation_breaker_check(const ab_stagnation_breaker *breaker, char **out_json);
 
 /**
  * Writes the current state to `*out_state`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_state` is NULL or writable.
  */
 ab_status ab_stagnation_breaker_state(const ab_stagnation_breaker *breaker, ab_state *out_state);
 
 /**
  * Writes the status as JSON to `*out_json`: `{"state", "consecutiveNoProgress", "errorCounts",
  * "outputTrend", "lastProgress"}`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_stagnation_breaker_get_status(const ab_stagnation_breaker *breaker, char **out_json);
 
 /**
  * Back to CLOSED with every counter cleared.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker.
  */
 ab_status ab_stagnation_breaker_reset(const ab_stagnation_breaker *breaker);
 
 /**
  * Writes the snapshot as JSON to `*out_json` (`{"version": 1, "kind": "stagnation", ...}`).
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_stagnation_breaker_snapshot(const ab_stagnation_breaker *breaker, char **out_json);
 
 /**
  * Restores a snapshot given as JSON (OPEN stays OPEN; HALF_OPEN comes back CLOSED).
  * `AB_ERR_INVALID_SNAPSHOT` changes nothing.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `snapshot_json` is NULL or a NUL-terminated string.
  */
 ab_status ab_stagnation_breaker_restore(const ab_stagnation_breaker *breaker,
                                         const char *snapshot_json);
@@ -597,7 +476,6 @@ ab_status ab_stagnation_breaker_restore(const ab_stagnation_breaker *breaker,
  * Adds a listener for `stateChange` events; writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_stagnation_breaker_add_listener(const ab_stagnation_breaker *breaker,
@@ -607,10 +485,6 @@ ab_status ab_stagnation_breaker_add_listener(const ab_stagnation_breaker *breake
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
  */
 ab_status ab_stagnation_breaker_remove_listener(const ab_stagnation_breaker *breaker,
                                                 uint64_t id,
@@ -621,26 +495,16 @@ ab_status ab_stagnation_breaker_remove_listener(const ab_stagnation_breaker *bre
  * "maxTokenSpendCentsPerTask": 5000, "maxTaskDurationSecs": 1800, "maxIdleSecs": 300,
  * "similarityJaccardThreshold": 0.95, "loopWindow": 3, "maxTokensPerOutput": 512, "prices": {...}}`;
  * NULL = defaults) reading time from `clock` (NULL = the system clock).
- *
- * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_breaker` is NULL or writable.
  */
 ab_status ab_budget_breaker_new(const char *config_json,
                                 const ab_manual_clock *clock,
                                 ab_budget_breaker **out_breaker);
 
 /**
- * Creates a BudgetBreaker configured from the environment (SPEC 7): `env_json` is a JSON object
- * of strings (`{"AGENTBREAKER_TOOL_CAP": "20"}`), or NULL to read the process environment.
+ * Creates a BudgetBreaker configured from the environment: `env_json` is a JSON object of
+ * strings (`{"AGENTBREAKER_TOOL_CAP": "20"}`), or NULL to read the process environment.
  * Invalid variables fall back to the defaults; the warnings (`[{"variable", "value",
  * "message"}]`) are written as JSON to `*out_warnings_json`.
- *
- * # Safety
- *
- * `env_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock; `out_breaker`
- * and `out_warnings_json` are NULL or writable.
  */
 ab_status ab_budget_breaker_new_from_env(const char *env_json,
                                          const ab_manual_clock *clock,
@@ -651,9 +515,7 @@ ab_status ab_budget_breaker_new_from_env(const char *env_json,
  * Releases a BudgetBreaker. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `breaker` is NULL or a breaker from this library that has not been freed and that no other
- * thread is using.
+ * `breaker` is NULL or a breaker not yet freed that no other thread is using.
  */
 void ab_budget_breaker_free(ab_budget_breaker *breaker);
 
@@ -663,11 +525,6 @@ void ab_budget_breaker_free(ab_budget_breaker *breaker);
  * types are ignored). Writes the halt it caused as JSON (`{"kind", "slug", "taskId", "message",
  * ...}`) to `*out_halt_json`, or NULL when it caused none. A malformed event is
  * `AB_ERR_INVALID_EVENT` and changes nothing.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `event_json` is NULL or a NUL-terminated string;
- * `out_halt_json` is NULL or writable.
  */
 ab_status ab_budget_breaker_ingest(const ab_budget_breaker *breaker,
                                    const char *event_json,
@@ -676,29 +533,17 @@ ab_status ab_budget_breaker_ingest(const ab_budget_breaker *breaker,
 /**
  * Checks duration and idle time of every open task (call it about once a second); writes the
  * halts as a JSON array to `*out_json` (`[]` when none), tasks in the order they were opened.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_budget_breaker_tick(const ab_budget_breaker *breaker, char **out_json);
 
 /**
  * Writes the live snapshot as JSON to `*out_json`: `{"tasks": [{"taskId", "toolCalls",
  * "spendCents", "durationSecs", "idleSecs", "halted"}], "stack": [...], "ignoredEvents"}`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
  */
 ab_status ab_budget_breaker_snapshot(const ab_budget_breaker *breaker, char **out_json);
 
 /**
  * Forgets every task, the stack and the counters.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker.
  */
 ab_status ab_budget_breaker_reset(const ab_budget_breaker *breaker);
 
@@ -706,7 +551,6 @@ ab_status ab_budget_breaker_reset(const ab_budget_breaker *breaker);
  * Adds a listener for `halt` events; writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_budget_breaker_add_listener(const ab_budget_breaker *breaker,
@@ -716,26 +560,18 @@ ab_status ab_budget_breaker_add_listener(const ab_budget_breaker *breaker,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- *
- * `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
  */
 ab_status ab_budget_breaker_remove_listener(const ab_budget_breaker *breaker,
                                             uint64_t id,
                                             bool *out_removed);
 
 /**
- * Reads the BudgetBreaker settings from an environment (SPEC 7): `env_json` is a JSON object of
- * strings (`{"AGENTBREAKER_TOOL_CAP": "20", "BB_CIRCUIT_BREAKER_IDLE_SECS": "60"}`), or NULL to
- * read the process environment. Writes `{"config": {...a full BudgetBreaker config...},
- * "warnings": [{"variable", "value", "message"}]}` to `*out_json`; the `config` object can be
- * passed to `ab_budget_breaker_new` as it is. Invalid values fall back to the defaults with a
- * warning; `env_json` that is not an object of strings is `AB_ERR_INVALID_ARGUMENT`.
- *
- * # Safety
- *
- * `env_json` is NULL or a NUL-terminated string; `out_json` is NULL or writable.
+ * Reads the BudgetBreaker settings from an environment: `env_json` is a JSON object of strings
+ * (`{"AGENTBREAKER_TOOL_CAP": "20", "BB_CIRCUIT_BREAKER_IDLE_SECS": "60"}`), or NULL to read the
+ * process environment. Writes `{"config": {...a full BudgetBreaker config...}, "warnings":
+ * [{"variable", "value", "message"}]}` to `*out_json`; the `config` object can be passed to
+ * `ab_budget_breaker_new` as it is. Invalid values fall back to the defaults with a warning;
+ * `env_json` that is not an object of strings is `AB_ERR_INVALID_ARGUMENT`.
  */
 ab_status ab_config_from_env(const char *env_json, char **out_json);
 
@@ -743,10 +579,6 @@ ab_status ab_config_from_env(const char *env_json, char **out_json);
  * Analyzes an agent's response text (UTF-8) and writes the analysis as JSON to `*out_json`:
  * `{"completionSignal": {"detected", "confidence", "phrases"}, "confidence", "exitSignal",
  * "testsPassing", "testsFailing"}`.
- *
- * # Safety
- *
- * `text` is NULL or a NUL-terminated string; `out_json` is NULL or writable.
  */
 ab_status ab_analyze(const char *text, char **out_json);
 
@@ -756,11 +588,6 @@ ab_status ab_analyze(const char *text, char **out_json);
  * or `{"type": "fix_plan", "markdown": "- [ ] ..."}`, `{"type": "circuit_breaker"}`,
  * `{"type": "composite", "mode": "any"|"all", "members": [...]}`; NULL = `auto`. `clock` (NULL =
  * the system clock) only stamps events. `AB_ERR_INVALID_CONFIG` for a bad config.
- *
- * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_strategy` is NULL or writable.
  */
 ab_status ab_exit_strategy_new(const char *config_json,
                                const ab_manual_clock *clock,
@@ -771,11 +598,6 @@ ab_status ab_exit_strategy_new(const char *config_json,
  * [{"description", "completed"?, "attempts"?, "maxAttempts"?}], "maxAttempts"?}` or
  * `{"markdown": "- [ ] ...", "maxAttempts"?}`. NULL is `AB_ERR_INVALID_CONFIG` (a plan needs
  * steps).
- *
- * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_strategy` is NULL or writable.
  */
 ab_status ab_exit_strategy_new_fix_plan(const char *config_json,
                                         const ab_manual_clock *clock,
@@ -786,11 +608,6 @@ ab_status ab_exit_strategy_new_fix_plan(const char *config_json,
  * other lines are ignored), each step with the default 3 attempts. The same as
  * `ab_exit_strategy_new_fix_plan` with `{"markdown": markdown}`, without escaping the text into
  * JSON.
- *
- * # Safety
- *
- * `markdown` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_strategy` is NULL or writable.
  */
 ab_status ab_exit_strategy_new_fix_plan_markdown(const char *markdown,
                                                  const ab_manual_clock *clock,
@@ -800,9 +617,7 @@ ab_status ab_exit_strategy_new_fix_plan_markdown(const char *markdown,
  * Releases a strategy. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `strategy` is NULL or a strategy from this library that has not been freed and that no other
- * thread is using.
+ * `strategy` is NULL or a strategy not yet freed that no other thread is using.
  */
 void ab_exit_strategy_free(ab_exit_strategy *strategy);
 
@@ -811,11 +626,6 @@ void ab_exit_strategy_free(ab_exit_strategy *strategy);
  * analysis and `circuit_state` (`"CLOSED"`, `"HALF_OPEN"` or `"OPEN"`; NULL = `"CLOSED"`) to the
  * strategy. Writes `{"exit": bool, "reason": string|null}` to `*out_json`. Another circuit state
  * is `AB_ERR_INVALID_ARGUMENT` and changes nothing.
- *
- * # Safety
- *
- * `strategy` is NULL or a live strategy; `response_text` and `circuit_state` are NULL or
- * NUL-terminated strings; `out_json` is NULL or writable.
  */
 ab_status ab_exit_strategy_should_exit(const ab_exit_strategy *strategy,
                                        const char *response_text,
@@ -826,19 +636,11 @@ ab_status ab_exit_strategy_should_exit(const ab_exit_strategy *strategy,
  * Writes a fix plan's progress as JSON to `*out_json`: `{"steps": [{"description", "completed",
  * "skipped", "attempts", "maxAttempts"}], "currentStep": index|null}`, or NULL for a strategy
  * without a fix plan.
- *
- * # Safety
- *
- * `strategy` is NULL or a live strategy; `out_json` is NULL or writable.
  */
 ab_status ab_exit_strategy_plan_status(const ab_exit_strategy *strategy, char **out_json);
 
 /**
  * Forgets everything seen: back to the configured state.
- *
- * # Safety
- *
- * `strategy` is NULL or a live strategy.
  */
 ab_status ab_exit_strategy_reset(const ab_exit_strategy *strategy);
 
@@ -847,7 +649,6 @@ ab_status ab_exit_strategy_reset(const ab_exit_strategy *strategy);
  * `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_exit_strategy_add_listener(const ab_exit_strategy *strategy,
@@ -857,10 +658,6 @@ ab_status ab_exit_strategy_add_listener(const ab_exit_strategy *strategy,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- *
- * `strategy` is NULL or a live strategy; `out_removed` is NULL or writable.
  */
 ab_status ab_exit_strategy_remove_listener(const ab_exit_strategy *strategy,
                                            uint64_t id,
@@ -870,11 +667,6 @@ ab_status ab_exit_strategy_remove_listener(const ab_exit_strategy *strategy,
  * Creates a Loop from a JSON config (`{"maxIterations": 50, "strategy": {"type": "auto"},
  * "stagnation": {...}, "budget": {...}}`; NULL = defaults, no budget) reading time from `clock`
  * (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a bad config.
- *
- * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_loop` is NULL or writable.
  */
 ab_status ab_loop_new(const char *config_json, const ab_manual_clock *clock, ab_loop **out_loop);
 
@@ -882,9 +674,7 @@ ab_status ab_loop_new(const char *config_json, const ab_manual_clock *clock, ab_
  * Releases a Loop. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `agent_loop` is NULL or a loop from `ab_loop_new` that has not been freed and that no other
- * thread is using.
+ * `agent_loop` is NULL or a loop not yet freed that no other thread is using.
  */
 void ab_loop_free(ab_loop *agent_loop);
 
@@ -895,11 +685,6 @@ void ab_loop_free(ab_loop *agent_loop);
  * "analysis", "breaker", "halt"}`. Wrong types are `AB_ERR_INVALID_ARGUMENT`, a malformed event
  * `AB_ERR_INVALID_EVENT` (nothing is recorded); observing after an exit is
  * `AB_ERR_INVALID_ARGUMENT` until `ab_loop_reset`.
- *
- * # Safety
- *
- * `agent_loop` is NULL or a live loop; `observation_json` is NULL or a NUL-terminated string;
- * `out_json` is NULL or writable.
  */
 ab_status ab_loop_observe(const ab_loop *agent_loop, const char *observation_json, char **out_json);
 
@@ -907,19 +692,11 @@ ab_status ab_loop_observe(const ab_loop *agent_loop, const char *observation_jso
  * Writes where the loop stands as JSON to `*out_json`: `{"iteration", "exited", "reason",
  * "outcome", "breaker" (the stagnation breaker's status), "budget" (the budget breaker's
  * snapshot or null)}`.
- *
- * # Safety
- *
- * `agent_loop` is NULL or a live loop; `out_json` is NULL or writable.
  */
 ab_status ab_loop_get_status(const ab_loop *agent_loop, char **out_json);
 
 /**
  * Starts over: iteration 0, the strategy and both breakers reset.
- *
- * # Safety
- *
- * `agent_loop` is NULL or a live loop.
  */
 ab_status ab_loop_reset(const ab_loop *agent_loop);
 
@@ -928,7 +705,6 @@ ab_status ab_loop_reset(const ab_loop *agent_loop);
  * plan's `warning`, the budget breaker's `halt`); writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_loop_add_listener(const ab_loop *agent_loop,
@@ -938,10 +714,6 @@ ab_status ab_loop_add_listener(const ab_loop *agent_loop,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- *
- * `agent_loop` is NULL or a live loop; `out_removed` is NULL or writable.
  */
 ab_status ab_loop_remove_listener(const ab_loop *agent_loop, uint64_t id, bool *out_removed);
 
@@ -953,11 +725,6 @@ ab_status ab_loop_remove_listener(const ab_loop *agent_loop, uint64_t id, bool *
  * `"storeTimeoutMs"`, `"storeFailure"`), each task's budget counters are shared through Redis
  * by every monitor on the key (docs/distributed.md); construction then waits at most
  * `storeTimeoutMs` for it (`AB_ERR_IO` when the server refuses the credentials).
- *
- * # Safety
- *
- * `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
- * `out_monitor` is NULL or writable.
  */
 ab_status ab_monitor_new(const char *config_json,
                          const ab_manual_clock *clock,
@@ -967,9 +734,7 @@ ab_status ab_monitor_new(const char *config_json,
  * Releases a Monitor. NULL is a no-op; freeing twice is undefined behaviour.
  *
  * # Safety
- *
- * `monitor` is NULL or a monitor from this library that has not been freed and that no other
- * thread is using.
+ * `monitor` is NULL or a monitor not yet freed that no other thread is using.
  */
 void ab_monitor_free(ab_monitor *monitor);
 
@@ -980,11 +745,6 @@ void ab_monitor_free(ab_monitor *monitor);
  * `{"action": "continue"|"warn"|"halt", "reason", "message", "nudge", "taskId", "step",
  * "detail"}`. A halt is a verdict (`AB_OK`), not an error. A malformed event is
  * `AB_ERR_INVALID_EVENT` and changes nothing.
- *
- * # Safety
- *
- * `monitor` is NULL or a live monitor; `event_json` is NULL or a NUL-terminated string;
- * `out_verdict_json` is NULL or writable.
  */
 ab_status ab_monitor_observe(const ab_monitor *monitor,
                              const char *event_json,
@@ -993,10 +753,6 @@ ab_status ab_monitor_observe(const ab_monitor *monitor,
 /**
  * Checks the duration and idle limits of every open task now (call it about once a second);
  * writes the warnings and halts as a JSON array of verdicts to `*out_json` (`[]` when none).
- *
- * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
  */
 ab_status ab_monitor_tick(const ab_monitor *monitor, char **out_json);
 
@@ -1005,10 +761,6 @@ ab_status ab_monitor_tick(const ab_monitor *monitor, char **out_json);
  * [{"taskId", "steps", "toolCalls", "toolCallsByName", "spendCents", "durationSecs",
  * "idleSecs", "rules": {slug: {"count", "threshold"}}, "halted", "halt", "unpairedResults"}],
  * "stack", "ignoredEvents"}` (and, with a store, `"store"`: as `ab_monitor_store_status`).
- *
- * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
  */
 ab_status ab_monitor_status(const ab_monitor *monitor, char **out_json);
 
@@ -1016,20 +768,12 @@ ab_status ab_monitor_status(const ab_monitor *monitor, char **out_json);
  * Writes where the budget counters live as JSON to `*out_json`: with a `store` in the config,
  * `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
  * `"refusing"`; the URL without its password); `null` without a store.
- *
- * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
  */
 ab_status ab_monitor_store_status(const ab_monitor *monitor, char **out_json);
 
 /**
  * Writes everything needed to continue later (in another process too) as JSON to `*out_json`:
  * `{"version": 1, "kind": "monitor", "tasks", "stack", "ignoredEvents", "lastEventAt"}`.
- *
- * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
  */
 ab_status ab_monitor_snapshot(const ab_monitor *monitor, char **out_json);
 
@@ -1037,19 +781,11 @@ ab_status ab_monitor_snapshot(const ab_monitor *monitor, char **out_json);
  * Replaces the state with a snapshot's (JSON, as `ab_monitor_snapshot` writes it). A malformed
  * snapshot, one of another kind or version, or one beyond a monitor's bounds is
  * `AB_ERR_INVALID_SNAPSHOT` and changes nothing.
- *
- * # Safety
- *
- * `monitor` is NULL or a live monitor; `snapshot_json` is NULL or a NUL-terminated string.
  */
 ab_status ab_monitor_restore(const ab_monitor *monitor, const char *snapshot_json);
 
 /**
  * Forgets every task and counter; the configuration stays.
- *
- * # Safety
- *
- * `monitor` is NULL or a live monitor.
  */
 ab_status ab_monitor_reset(const ab_monitor *monitor);
 
@@ -1058,7 +794,6 @@ ab_status ab_monitor_reset(const ab_monitor *monitor);
  * `"type": "verdict"` and `"atMs"`); writes its id (>= 1) to `*out_id`.
  *
  * # Safety
- *
  * As for `ab_failure_breaker_add_listener`.
  */
 ab_status ab_monitor_add_listener(const ab_monitor *monitor,
@@ -1068,10 +803,6 @@ ab_status ab_monitor_add_listener(const ab_monitor *monitor,
 
 /**
  * Removes the listener `id`; writes whether there was one to `*out_removed`.
- *
- * # Safety
- *
- * `monitor` is NULL or a live monitor; `out_removed` is NULL or writable.
  */
 ab_status ab_monitor_remove_listener(const ab_monitor *monitor, uint64_t id, bool *out_removed);
 

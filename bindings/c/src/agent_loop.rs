@@ -1,64 +1,43 @@
-//! `ab_loop`: the loop coordinator (SPEC 5).
+//! `ab_loop`: the loop coordinator (contract section 5).
 
 use std::ffi::{c_char, c_void};
 
 use agentbreaker_core::interop::ArgKind;
-use agentbreaker_core::{Loop, LoopConfig, Observation};
+use agentbreaker_core::{Loop, Observation};
 
 use crate::clock::ab_manual_clock;
 use crate::ffi::{self, Out, boundary};
 use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::ab_status;
 
-/// A Loop (SPEC 5): analyzes each response, applies an exit strategy, watches for stagnation and
-/// budget halts, and says continue or exit. Safe to share between threads. Create with
-/// `ab_loop_new`, release with `ab_loop_free`.
+/// A Loop: analyzes each response, applies an exit strategy, watches for stagnation and budget
+/// halts, and says continue or exit. Safe to share between threads. Create with `ab_loop_new`,
+/// release with `ab_loop_free`.
 #[derive(Debug)]
 pub struct ab_loop {
-    agent_loop: Loop,
+    core: Loop,
     listeners: ListenerTable,
 }
 
-listener::source!(ab_loop, agent_loop);
+listener::handle!(ab_loop(Loop), "agent_loop");
 
 /// Creates a Loop from a JSON config (`{"maxIterations": 50, "strategy": {"type": "auto"},
 /// "stagnation": {...}, "budget": {...}}`; NULL = defaults, no budget) reading time from `clock`
 /// (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a bad config.
-///
-/// # Safety
-///
-/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
-/// `out_loop` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_new(
     config_json: *const c_char,
     clock: *const ab_manual_clock,
     out_loop: *mut *mut ab_loop,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (config, clock, out) = unsafe {
-            (
-                ffi::config(config_json)?,
-                ffi::clock_arg(clock),
-                Out::new(out_loop, "out_loop")?,
-            )
-        };
-        let agent_loop = Loop::with_clock(LoopConfig::from_json(&config)?, clock)?;
-        out.write(ffi::into_handle(ab_loop {
-            agent_loop,
-            listeners: ListenerTable::default(),
-        }));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::construct(config_json, clock, out_loop, "out_loop") }
 }
 
 /// Releases a Loop. NULL is a no-op; freeing twice is undefined behaviour.
 ///
 /// # Safety
-///
-/// `agent_loop` is NULL or a loop from `ab_loop_new` that has not been freed and that no other
-/// thread is using.
+/// `agent_loop` is NULL or a loop not yet freed that no other thread is using.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_free(agent_loop: *mut ab_loop) {
     // SAFETY: NULL or an unfreed handle (this function's contract).
@@ -71,11 +50,6 @@ pub unsafe extern "C" fn ab_loop_free(agent_loop: *mut ab_loop) {
 /// "analysis", "breaker", "halt"}`. Wrong types are `AB_ERR_INVALID_ARGUMENT`, a malformed event
 /// `AB_ERR_INVALID_EVENT` (nothing is recorded); observing after an exit is
 /// `AB_ERR_INVALID_ARGUMENT` until `ab_loop_reset`.
-///
-/// # Safety
-///
-/// `agent_loop` is NULL or a live loop; `observation_json` is NULL or a NUL-terminated string;
-/// `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_observe(
     agent_loop: *const ab_loop,
@@ -85,20 +59,11 @@ pub unsafe extern "C" fn ab_loop_observe(
     boundary(|| {
         // SAFETY: NULL or valid pointers (this function's contract).
         let (l, observation, out) = unsafe {
-            (
-                ffi::handle(agent_loop, "agent_loop")?,
-                ffi::json(
-                    observation_json,
-                    "observation_json",
-                    false,
-                    ArgKind::Argument,
-                )?,
-                Out::new(out_json, "out_json")?,
-            )
+            let l = ffi::handle(agent_loop)?;
+            let observation = ffi::json(observation_json, "observation_json", ArgKind::Argument)?;
+            (l, observation, Out::new(out_json, "out_json")?)
         };
-        let decision = l
-            .agent_loop
-            .observe(&Observation::from_json(&observation)?)?;
+        let decision = l.core.observe(&Observation::from_json(&observation)?)?;
         out.write(ffi::json_string(&decision)?);
         Ok(())
     })
@@ -107,39 +72,26 @@ pub unsafe extern "C" fn ab_loop_observe(
 /// Writes where the loop stands as JSON to `*out_json`: `{"iteration", "exited", "reason",
 /// "outcome", "breaker" (the stagnation breaker's status), "budget" (the budget breaker's
 /// snapshot or null)}`.
-///
-/// # Safety
-///
-/// `agent_loop` is NULL or a live loop; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_get_status(
     agent_loop: *const ab_loop,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe {
-        ffi::json_out(agent_loop, "agent_loop", out_json, |l| {
-            Ok(l.agent_loop.status())
-        })
-    }
+    unsafe { ffi::json_out(agent_loop, out_json, |l| l.core.status()) }
 }
 
 /// Starts over: iteration 0, the strategy and both breakers reset.
-///
-/// # Safety
-///
-/// `agent_loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_reset(agent_loop: *const ab_loop) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
-    unsafe { ffi::with_handle(agent_loop, "agent_loop", |l| l.agent_loop.reset()) }
+    unsafe { ffi::with_handle(agent_loop, |l| l.core.reset()) }
 }
 
 /// Adds a listener for every component's events (the stagnation breaker's `stateChange`, the fix
 /// plan's `warning`, the budget breaker's `halt`); writes its id (>= 1) to `*out_id`.
 ///
 /// # Safety
-///
 /// As for `ab_failure_breaker_add_listener`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_add_listener(
@@ -149,14 +101,10 @@ pub unsafe extern "C" fn ab_loop_add_listener(
     out_id: *mut u64,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::add(agent_loop, "agent_loop", listener, user_data, out_id) }
+    unsafe { listener::add(agent_loop, listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-///
-/// `agent_loop` is NULL or a live loop; `out_removed` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_loop_remove_listener(
     agent_loop: *const ab_loop,
@@ -164,5 +112,5 @@ pub unsafe extern "C" fn ab_loop_remove_listener(
     out_removed: *mut bool,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::remove(agent_loop, "agent_loop", id, out_removed) }
+    unsafe { listener::remove(agent_loop, id, out_removed) }
 }

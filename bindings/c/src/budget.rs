@@ -1,73 +1,61 @@
-//! `ab_budget_breaker`: per-task halt conditions over an event stream (SPEC 4, seed 003).
+//! `ab_budget_breaker`: per-task halt conditions over an event stream (contract section 4), and
+//! its configuration from the environment (contract section 7).
 
 use std::ffi::{c_char, c_void};
 
 use agentbreaker_core::interop::ArgKind;
-use agentbreaker_core::{BudgetBreaker, BudgetConfig};
+use agentbreaker_core::{BudgetBreaker, EnvConfig};
+use agentbreaker_core::{config_from_env_json, config_from_process_env};
 
 use crate::clock::ab_manual_clock;
-use crate::env::read_env;
-use crate::ffi::{self, Out, boundary};
+use crate::ffi::{self, Handle, Out, Result, boundary};
 use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::ab_status;
 
-/// A BudgetBreaker (SPEC 4): per-task tool-call, spend, duration, idle and output-loop limits over
-/// an agent's event stream. Safe to share between threads. Create with `ab_budget_breaker_new`
-/// (or `ab_budget_breaker_new_from_env`), release with `ab_budget_breaker_free`.
+/// A BudgetBreaker: per-task tool-call, spend, duration, idle and output-loop limits over an
+/// agent's event stream. Safe to share between threads. Create with `ab_budget_breaker_new` (or
+/// `ab_budget_breaker_new_from_env`), release with `ab_budget_breaker_free`.
 #[derive(Debug)]
 pub struct ab_budget_breaker {
-    breaker: BudgetBreaker,
+    core: BudgetBreaker,
     listeners: ListenerTable,
 }
 
-listener::source!(ab_budget_breaker, breaker);
-
-fn into_handle(breaker: BudgetBreaker) -> *mut ab_budget_breaker {
-    ffi::into_handle(ab_budget_breaker {
-        breaker,
-        listeners: ListenerTable::default(),
-    })
-}
+listener::handle!(ab_budget_breaker(BudgetBreaker), "breaker");
 
 /// Creates a BudgetBreaker from a JSON config (`{"maxToolCallsPerTask": 50,
 /// "maxTokenSpendCentsPerTask": 5000, "maxTaskDurationSecs": 1800, "maxIdleSecs": 300,
 /// "similarityJaccardThreshold": 0.95, "loopWindow": 3, "maxTokensPerOutput": 512, "prices": {...}}`;
 /// NULL = defaults) reading time from `clock` (NULL = the system clock).
-///
-/// # Safety
-///
-/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
-/// `out_breaker` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_new(
     config_json: *const c_char,
     clock: *const ab_manual_clock,
     out_breaker: *mut *mut ab_budget_breaker,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (config, clock, out) = unsafe {
-            (
-                ffi::config(config_json)?,
-                ffi::clock_arg(clock),
-                Out::new(out_breaker, "out_breaker")?,
-            )
-        };
-        let breaker = BudgetBreaker::with_clock(BudgetConfig::from_json(&config)?, clock)?;
-        out.write(into_handle(breaker));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::construct(config_json, clock, out_breaker, "out_breaker") }
 }
 
-/// Creates a BudgetBreaker configured from the environment (SPEC 7): `env_json` is a JSON object
-/// of strings (`{"AGENTBREAKER_TOOL_CAP": "20"}`), or NULL to read the process environment.
-/// Invalid variables fall back to the defaults; the warnings (`[{"variable", "value",
-/// "message"}]`) are written as JSON to `*out_warnings_json`.
+/// The environment named by `env_json`: a JSON object of strings, or the process environment for
+/// NULL.
 ///
 /// # Safety
 ///
-/// `env_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock; `out_breaker`
-/// and `out_warnings_json` are NULL or writable.
+/// `env_json` is NULL or a NUL-terminated string.
+unsafe fn read_env(env_json: *const c_char) -> Result<EnvConfig> {
+    if env_json.is_null() {
+        return Ok(config_from_process_env());
+    }
+    // SAFETY: a non-NULL NUL-terminated string (this function's contract).
+    let env = unsafe { ffi::json(env_json, "env_json", ArgKind::Argument) }?;
+    Ok(config_from_env_json(&env)?)
+}
+
+/// Creates a BudgetBreaker configured from the environment: `env_json` is a JSON object of
+/// strings (`{"AGENTBREAKER_TOOL_CAP": "20"}`), or NULL to read the process environment.
+/// Invalid variables fall back to the defaults; the warnings (`[{"variable", "value",
+/// "message"}]`) are written as JSON to `*out_warnings_json`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_new_from_env(
     env_json: *const c_char,
@@ -78,16 +66,18 @@ pub unsafe extern "C" fn ab_budget_breaker_new_from_env(
     boundary(|| {
         // SAFETY: NULL or valid pointers (this function's contract).
         let (env, clock, out, out_warnings) = unsafe {
+            let env = read_env(env_json)?;
+            let out = Out::new(out_breaker, "out_breaker")?;
             (
-                read_env(env_json)?,
+                env,
                 ffi::clock_arg(clock),
-                Out::new(out_breaker, "out_breaker")?,
+                out,
                 Out::new(out_warnings_json, "out_warnings_json")?,
             )
         };
         let breaker = BudgetBreaker::with_clock(env.config, clock)?;
         let warnings = ffi::json_string(&env.warnings)?;
-        out.write(into_handle(breaker));
+        out.write(ffi::into_handle(ab_budget_breaker::wrap(breaker)));
         out_warnings.write(warnings);
         Ok(())
     })
@@ -96,9 +86,7 @@ pub unsafe extern "C" fn ab_budget_breaker_new_from_env(
 /// Releases a BudgetBreaker. NULL is a no-op; freeing twice is undefined behaviour.
 ///
 /// # Safety
-///
-/// `breaker` is NULL or a breaker from this library that has not been freed and that no other
-/// thread is using.
+/// `breaker` is NULL or a breaker not yet freed that no other thread is using.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_free(breaker: *mut ab_budget_breaker) {
     // SAFETY: NULL or an unfreed handle (this function's contract).
@@ -110,11 +98,6 @@ pub unsafe extern "C" fn ab_budget_breaker_free(breaker: *mut ab_budget_breaker)
 /// types are ignored). Writes the halt it caused as JSON (`{"kind", "slug", "taskId", "message",
 /// ...}`) to `*out_halt_json`, or NULL when it caused none. A malformed event is
 /// `AB_ERR_INVALID_EVENT` and changes nothing.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `event_json` is NULL or a NUL-terminated string;
-/// `out_halt_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_ingest(
     breaker: *const ab_budget_breaker,
@@ -124,63 +107,47 @@ pub unsafe extern "C" fn ab_budget_breaker_ingest(
     boundary(|| {
         // SAFETY: NULL or valid pointers (this function's contract).
         let (b, event, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                ffi::json(event_json, "event_json", false, ArgKind::Event)?,
-                Out::new(out_halt_json, "out_halt_json")?,
-            )
+            let b = ffi::handle(breaker)?;
+            let event = ffi::json(event_json, "event_json", ArgKind::Event)?;
+            (b, event, Out::new(out_halt_json, "out_halt_json")?)
         };
-        let halt = b.breaker.ingest(&event)?;
-        out.write(ffi::optional_json_string(halt.as_ref())?);
+        out.write(ffi::optional_json_string(b.core.ingest(&event)?.as_ref())?);
         Ok(())
     })
 }
 
 /// Checks duration and idle time of every open task (call it about once a second); writes the
 /// halts as a JSON array to `*out_json` (`[]` when none), tasks in the order they were opened.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_tick(
     breaker: *const ab_budget_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.tick())) }
+    unsafe { ffi::json_out(breaker, out_json, |b| b.core.tick()) }
 }
 
 /// Writes the live snapshot as JSON to `*out_json`: `{"tasks": [{"taskId", "toolCalls",
 /// "spendCents", "durationSecs", "idleSecs", "halted"}], "stack": [...], "ignoredEvents"}`.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_snapshot(
     breaker: *const ab_budget_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.snapshot())) }
+    unsafe { ffi::json_out(breaker, out_json, |b| b.core.snapshot()) }
 }
 
 /// Forgets every task, the stack and the counters.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_reset(breaker: *const ab_budget_breaker) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
-    unsafe { ffi::with_handle(breaker, "breaker", |b| b.breaker.reset()) }
+    unsafe { ffi::with_handle(breaker, |b| b.core.reset()) }
 }
 
 /// Adds a listener for `halt` events; writes its id (>= 1) to `*out_id`.
 ///
 /// # Safety
-///
 /// As for `ab_failure_breaker_add_listener`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_add_listener(
@@ -190,14 +157,10 @@ pub unsafe extern "C" fn ab_budget_breaker_add_listener(
     out_id: *mut u64,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::add(breaker, "breaker", listener, user_data, out_id) }
+    unsafe { listener::add(breaker, listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_budget_breaker_remove_listener(
     breaker: *const ab_budget_breaker,
@@ -205,5 +168,24 @@ pub unsafe extern "C" fn ab_budget_breaker_remove_listener(
     out_removed: *mut bool,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::remove(breaker, "breaker", id, out_removed) }
+    unsafe { listener::remove(breaker, id, out_removed) }
+}
+
+/// Reads the BudgetBreaker settings from an environment: `env_json` is a JSON object of strings
+/// (`{"AGENTBREAKER_TOOL_CAP": "20", "BB_CIRCUIT_BREAKER_IDLE_SECS": "60"}`), or NULL to read the
+/// process environment. Writes `{"config": {...a full BudgetBreaker config...}, "warnings":
+/// [{"variable", "value", "message"}]}` to `*out_json`; the `config` object can be passed to
+/// `ab_budget_breaker_new` as it is. Invalid values fall back to the defaults with a warning;
+/// `env_json` that is not an object of strings is `AB_ERR_INVALID_ARGUMENT`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ab_config_from_env(
+    env_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (this function's contract).
+        let (env, out) = unsafe { (read_env(env_json)?, Out::new(out_json, "out_json")?) };
+        out.write(ffi::json_string(&env)?);
+        Ok(())
+    })
 }

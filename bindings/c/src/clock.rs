@@ -1,33 +1,31 @@
-//! `ab_manual_clock`: a clock that moves only when told to (SPEC 1), shareable between breakers.
+//! `ab_manual_clock`: a clock that moves only when told to (contract section 1), shareable
+//! between breakers.
 
 use std::sync::Arc;
 
-use agentbreaker_core::{ManualClock, SharedClock};
+use agentbreaker_core::ManualClock;
 
-use crate::ffi::{self, Out, boundary};
+use crate::ffi::{self, Handle, Out, boundary};
 use crate::status::ab_status;
 
-/// A manual clock (SPEC 1): time in milliseconds that moves only with `ab_manual_clock_set` /
+/// A manual clock: time in milliseconds that moves only with `ab_manual_clock_set` /
 /// `ab_manual_clock_advance`. Pass it to any number of constructors; each breaker keeps its own
 /// reference, so the clock may be freed before or after them. Safe to use from several threads.
 /// Constructors given NULL instead use the system clock (monotonic, Unix-epoch milliseconds).
 #[derive(Debug)]
 pub struct ab_manual_clock {
-    clock: Arc<ManualClock>,
+    pub(crate) core: Arc<ManualClock>,
 }
 
-impl ab_manual_clock {
-    /// The clock as breakers hold it (another reference to the same clock).
-    pub(crate) fn shared(&self) -> SharedClock {
-        Arc::clone(&self.clock) as SharedClock
+impl Handle for ab_manual_clock {
+    const NAME: &'static str = "clock";
+    type Core = Arc<ManualClock>;
+    fn wrap(core: Self::Core) -> Self {
+        ab_manual_clock { core }
     }
 }
 
 /// Creates a manual clock reading `start_ms`; writes it to `*out_clock`.
-///
-/// # Safety
-///
-/// `out_clock` is NULL or valid for writing a pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_new(
     start_ms: u64,
@@ -36,9 +34,9 @@ pub unsafe extern "C" fn ab_manual_clock_new(
     boundary(|| {
         // SAFETY: NULL or writable (this function's contract).
         let out = unsafe { Out::new(out_clock, "out_clock") }?;
-        out.write(ffi::into_handle(ab_manual_clock {
-            clock: ManualClock::shared(start_ms),
-        }));
+        out.write(ffi::into_handle(ab_manual_clock::wrap(
+            ManualClock::shared(start_ms),
+        )));
         Ok(())
     })
 }
@@ -47,8 +45,7 @@ pub unsafe extern "C" fn ab_manual_clock_new(
 /// undefined behaviour.
 ///
 /// # Safety
-///
-/// `clock` is NULL or a clock from `ab_manual_clock_new` that has not been freed.
+/// `clock` is NULL or a clock not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_free(clock: *mut ab_manual_clock) {
     // SAFETY: NULL or an unfreed handle (this function's contract).
@@ -56,44 +53,28 @@ pub unsafe extern "C" fn ab_manual_clock_free(clock: *mut ab_manual_clock) {
 }
 
 /// Sets the time to `ms`. Setting it backwards is allowed: breakers treat it as no time passing.
-///
-/// # Safety
-///
-/// `clock` is NULL or a live clock.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_set(clock: *const ab_manual_clock, ms: u64) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
-    unsafe { ffi::with_handle(clock, "clock", |clock| clock.clock.set(ms)) }
+    unsafe { ffi::with_handle(clock, |clock| clock.core.set(ms)) }
 }
 
 /// Moves the time forward by `ms` (saturating).
-///
-/// # Safety
-///
-/// `clock` is NULL or a live clock.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_advance(
     clock: *const ab_manual_clock,
     ms: u64,
 ) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
-    unsafe { ffi::with_handle(clock, "clock", |clock| clock.clock.advance(ms)) }
+    unsafe { ffi::with_handle(clock, |clock| clock.core.advance(ms)) }
 }
 
 /// Writes the current time (ms) to `*out_ms`.
-///
-/// # Safety
-///
-/// `clock` is NULL or a live clock; `out_ms` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_manual_clock_now(
     clock: *const ab_manual_clock,
     out_ms: *mut u64,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or live/writable pointers (this function's contract).
-        let (clock, out) = unsafe { (ffi::handle(clock, "clock")?, Out::new(out_ms, "out_ms")?) };
-        out.write(clock.clock.now());
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::write_out(clock, out_ms, "out_ms", |clock| Ok(clock.core.now())) }
 }

@@ -1,16 +1,20 @@
-//! The boundary between C and Rust: the panic boundary, the thread-local last error, and the
-//! conversions of raw pointers (handles, strings, JSON strings, out-parameters).
+//! The boundary between C and Rust: the panic boundary, the thread-local last error, the
+//! conversions of raw pointers (handles, strings, JSON strings, out-parameters), and the bodies
+//! that the entry points share ([`with_handle`], [`write_out`], [`json_out`], [`json_in`],
+//! [`text_in`], [`restore`], [`construct`]), so that each export is a short call into them.
 //!
-//! Every exported function runs its body through [`boundary`]. The pointer helpers are `unsafe`
-//! functions whose contract is the exported function's documented one ("NULL or a valid ...");
-//! they check NULL and UTF-8 themselves.
+//! Safety: each `unsafe fn` here has the contract of the exported functions that call it, the
+//! header's conventions: every pointer is NULL or valid (a handle live, a string NUL-terminated
+//! and unchanged during the call, an out-parameter writable); the helpers check NULL and UTF-8
+//! themselves. Arguments are checked in parameter order (the handle, the inputs, then the
+//! out-parameters), all of them before the operation runs.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 
-use agentbreaker_core::interop::{self, ArgKind};
+use agentbreaker_core::interop::{self, ArgKind, FromConfig};
 use agentbreaker_core::{Error, SharedClock, SystemClock};
 use serde::Serialize;
 use serde_json::Value;
@@ -35,18 +39,19 @@ impl From<Error> for Failure {
 
 pub(crate) type Result<T> = std::result::Result<T, Failure>;
 
+/// An opaque handle of this library over a core object.
+pub(crate) trait Handle: Sized {
+    /// The name of the handle's parameter (`"breaker"`), for `NULL_ARG` messages.
+    const NAME: &'static str;
+    /// The core object it holds.
+    type Core;
+    /// A new handle over `core`.
+    fn wrap(core: Self::Core) -> Self;
+}
+
 thread_local! {
     // `None` is "no error": clearing it on every successful call (the hot path) allocates nothing.
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
-}
-
-fn set_last_error(message: String) {
-    let message = CString::new(message).unwrap_or_else(|e| {
-        let mut bytes = e.into_vec();
-        bytes.retain(|b| *b != 0);
-        CString::new(bytes).unwrap_or_default()
-    });
-    replace_last_error(Some(message));
 }
 
 fn replace_last_error(message: Option<CString>) {
@@ -59,17 +64,10 @@ fn replace_last_error(message: Option<CString>) {
 }
 
 pub(crate) fn last_error_message() -> *const c_char {
-    static EMPTY: &[u8] = b"\0";
-    LAST_ERROR
-        .try_with(|slot| match slot.try_borrow() {
-            // The pointer stays valid until the slot is next replaced (the next status-returning
-            // call on this thread), as documented.
-            Ok(message) => message
-                .as_ref()
-                .map_or(EMPTY.as_ptr().cast(), |m| m.as_ptr()),
-            Err(_) => EMPTY.as_ptr().cast(),
-        })
-        .unwrap_or(EMPTY.as_ptr().cast())
+    // The pointer stays valid until the slot is next replaced (the next status-returning call on
+    // this thread), as documented.
+    let message = LAST_ERROR.try_with(|slot| slot.try_borrow().ok()?.as_ref().map(|m| m.as_ptr()));
+    message.ok().flatten().unwrap_or(c"".as_ptr())
 }
 
 /// Runs an entry point's body: a panic becomes `AB_ERR_INTERNAL`, an error its status; the
@@ -86,68 +84,40 @@ pub(crate) fn boundary(body: impl FnOnce() -> Result<()>) -> ab_status {
             format!("NULL_ARG: {name} must not be NULL"),
         ),
     };
-    set_last_error(message);
+    let mut bytes = message.into_bytes();
+    bytes.retain(|b| *b != 0);
+    replace_last_error(CString::new(bytes).ok());
     status
 }
 
-/// For functions without a status (the `_free`s): a panic is swallowed, never unwound into C.
-pub(crate) fn quietly(body: impl FnOnce()) {
-    let _ = catch_unwind(AssertUnwindSafe(body));
-}
-
-fn invalid_utf8(name: &str, e: std::str::Utf8Error) -> Failure {
-    Failure::Core(ArgKind::Argument.error(format_args!(
-        "{name} is not valid UTF-8 (invalid byte at offset {})",
-        e.valid_up_to()
-    )))
-}
-
 /// A required UTF-8 string argument.
-///
-/// # Safety
-///
-/// `ptr` is NULL or points to a NUL-terminated string that stays valid and unchanged for `'a`.
 pub(crate) unsafe fn text<'a>(ptr: *const c_char, name: &'static str) -> Result<&'a str> {
     if ptr.is_null() {
         return Err(Failure::Null(name));
     }
     // SAFETY: non-NULL, and the caller guarantees a NUL-terminated string valid for 'a.
     let s = unsafe { CStr::from_ptr(ptr) };
-    s.to_str().map_err(|e| invalid_utf8(name, e))
+    s.to_str().map_err(|e| {
+        let offset = e.valid_up_to();
+        let message = format_args!("{name} is not valid UTF-8 (invalid byte at offset {offset})");
+        Failure::Core(ArgKind::Argument.error(message))
+    })
 }
 
 /// An optional UTF-8 string argument (NULL = absent).
-///
-/// # Safety
-///
-/// As for [`text`].
 pub(crate) unsafe fn optional_text<'a>(
     ptr: *const c_char,
     name: &'static str,
 ) -> Result<Option<&'a str>> {
-    if ptr.is_null() {
-        return Ok(None);
-    }
-    // SAFETY: non-NULL; the caller's contract is the one `text` needs.
-    unsafe { text(ptr, name) }.map(Some)
+    // SAFETY: the caller's contract is the one `text` needs.
+    (!ptr.is_null())
+        .then(|| unsafe { text(ptr, name) })
+        .transpose()
 }
 
-/// A JSON string argument; text that is not JSON is an error of the argument's kind
-/// (`INVALID_CONFIG` for configs, `INVALID_EVENT` for events, ...). NULL is `Value::Null` when
-/// `optional`, `AB_ERR_NULL_ARG` otherwise.
-///
-/// # Safety
-///
-/// As for [`text`].
-pub(crate) unsafe fn json(
-    ptr: *const c_char,
-    name: &'static str,
-    optional: bool,
-    kind: ArgKind,
-) -> Result<Value> {
-    if ptr.is_null() && optional {
-        return Ok(Value::Null);
-    }
+/// A required JSON string argument; text that is not JSON is an error of the argument's kind
+/// (`INVALID_EVENT` for events, `INVALID_SNAPSHOT` for snapshots, ...).
+pub(crate) unsafe fn json(ptr: *const c_char, name: &'static str, kind: ArgKind) -> Result<Value> {
     // SAFETY: the caller's contract is the one `text` needs.
     let s = unsafe { text(ptr, name) }?;
     serde_json::from_str(s)
@@ -155,34 +125,25 @@ pub(crate) unsafe fn json(
 }
 
 /// A config argument: a JSON string, NULL = all defaults; anything but JSON is `INVALID_CONFIG`.
-///
-/// # Safety
-///
-/// As for [`text`].
 pub(crate) unsafe fn config(ptr: *const c_char) -> Result<Value> {
+    if ptr.is_null() {
+        return Ok(Value::Null);
+    }
     // SAFETY: the caller's contract is the one `json` needs.
-    unsafe { json(ptr, "config_json", true, ArgKind::Config) }
+    unsafe { json(ptr, "config_json", ArgKind::Config) }
 }
 
 /// A handle argument.
-///
-/// # Safety
-///
-/// `ptr` is NULL or points to a live `T` made by this library that stays alive for `'a`.
-pub(crate) unsafe fn handle<'a, T>(ptr: *const T, name: &'static str) -> Result<&'a T> {
-    // SAFETY: the caller guarantees NULL or a live T for 'a; `as_ref` maps NULL to None.
-    unsafe { ptr.as_ref() }.ok_or(Failure::Null(name))
+pub(crate) unsafe fn handle<'a, H: Handle>(ptr: *const H) -> Result<&'a H> {
+    // SAFETY: the caller guarantees NULL or a live H for 'a; `as_ref` maps NULL to None.
+    unsafe { ptr.as_ref() }.ok_or(Failure::Null(H::NAME))
 }
 
 /// The clock a constructor was given: the manual clock's, or the system clock for NULL.
-///
-/// # Safety
-///
-/// `ptr` is NULL or points to a live `ab_manual_clock`.
 pub(crate) unsafe fn clock_arg(ptr: *const ab_manual_clock) -> SharedClock {
     // SAFETY: the caller guarantees NULL or a live clock handle.
     match unsafe { ptr.as_ref() } {
-        Some(clock) => clock.shared(),
+        Some(clock) => clock.core.clone(),
         None => SystemClock::shared(),
     }
 }
@@ -193,9 +154,7 @@ pub(crate) struct Out<T> {
 }
 
 impl<T> Out<T> {
-    /// # Safety
-    ///
-    /// `ptr` is NULL or valid for writing a `T` until [`Out::write`] is called.
+    /// Safety: `ptr` is NULL or valid for writing a `T` until [`Out::write`] is called.
     pub(crate) unsafe fn new(ptr: *mut T, name: &'static str) -> Result<Self> {
         if ptr.is_null() {
             Err(Failure::Null(name))
@@ -211,27 +170,8 @@ impl<T> Out<T> {
     }
 }
 
-/// The body of an entry point that reads a handle and writes `f`'s result as a JSON string to
-/// `*out_json`.
-///
-/// # Safety
-///
-/// `handle` is NULL or a live handle of this library; `out_json` is NULL or writable.
-pub(crate) unsafe fn json_out<H, T: Serialize>(
-    handle: *const H,
-    name: &'static str,
-    out_json: *mut *mut c_char,
-    f: impl FnOnce(&H) -> Result<T>,
-) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (the caller's contract).
-        let (h, out) = unsafe { (self::handle(handle, name)?, Out::new(out_json, "out_json")?) };
-        out.write(json_string(&f(h)?)?);
-        Ok(())
-    })
-}
-
-/// What an operation on a handle returns: nothing, or a core result whose value is dropped.
+/// What an operation returns when it writes no out-parameter: nothing, or a result whose value
+/// is dropped.
 pub(crate) trait Done {
     fn done(self) -> Result<()>;
 }
@@ -242,42 +182,132 @@ impl Done for () {
     }
 }
 
-impl<T> Done for std::result::Result<T, Error> {
+impl<T, E: Into<Failure>> Done for std::result::Result<T, E> {
     fn done(self) -> Result<()> {
-        self.map(drop).map_err(Failure::Core)
+        self.map(drop).map_err(Into::into)
     }
 }
 
 /// The body of an entry point that only acts on a handle.
-///
-/// # Safety
-///
-/// `handle` is NULL or a live handle of this library.
-pub(crate) unsafe fn with_handle<H, R: Done>(
+pub(crate) unsafe fn with_handle<H: Handle, R: Done>(
     handle: *const H,
-    name: &'static str,
     f: impl FnOnce(&H) -> R,
 ) -> ab_status {
     // SAFETY: NULL or a live handle (the caller's contract).
-    boundary(|| f(unsafe { self::handle(handle, name) }?).done())
+    boundary(|| f(unsafe { self::handle(handle) }?).done())
+}
+
+/// The body of an entry point that writes `f`'s result on a handle to the out-parameter `out`.
+pub(crate) unsafe fn write_out<H: Handle, T>(
+    handle: *const H,
+    out: *mut T,
+    out_name: &'static str,
+    f: impl FnOnce(&H) -> Result<T>,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (the caller's contract).
+        let (h, out) = unsafe { (self::handle(handle)?, Out::new(out, out_name)?) };
+        out.write(f(h)?);
+        Ok(())
+    })
+}
+
+/// The body of an entry point that writes `f`'s result on a handle as a JSON string to
+/// `*out_json`.
+pub(crate) unsafe fn json_out<H: Handle, T: Serialize>(
+    handle: *const H,
+    out_json: *mut *mut c_char,
+    f: impl FnOnce(&H) -> T,
+) -> ab_status {
+    // SAFETY: the caller's contract is the one `write_out` needs.
+    unsafe { write_out(handle, out_json, "out_json", |h| json_string(&f(h))) }
+}
+
+/// The body of an entry point that hands a JSON argument (`name`, an error of `kind` when it is
+/// not JSON) to `f` on a handle.
+pub(crate) unsafe fn json_in<H: Handle, R: Done>(
+    handle: *const H,
+    json: *const c_char,
+    name: &'static str,
+    kind: ArgKind,
+    f: impl FnOnce(&H, &Value) -> R,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (the caller's contract).
+        let (h, value) = unsafe { (self::handle(handle)?, self::json(json, name, kind)?) };
+        f(h, &value).done()
+    })
+}
+
+/// The body of an entry point that hands a UTF-8 string argument (`name`) to `f` on a handle.
+pub(crate) unsafe fn text_in<H: Handle, R: Done>(
+    handle: *const H,
+    text: *const c_char,
+    name: &'static str,
+    f: impl FnOnce(&H, &str) -> R,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (the caller's contract).
+        let (h, text) = unsafe { (self::handle(handle)?, self::text(text, name)?) };
+        f(h, text).done()
+    })
+}
+
+/// The body of a constructor: reads the config (NULL = defaults) and the clock (NULL = the
+/// system clock), makes the core object with `make` and writes its new handle to `*out`.
+pub(crate) unsafe fn construct_with<H: Handle>(
+    config_json: *const c_char,
+    clock: *const ab_manual_clock,
+    out: *mut *mut H,
+    out_name: &'static str,
+    make: impl FnOnce(&Value, SharedClock) -> agentbreaker_core::Result<H::Core>,
+) -> ab_status {
+    boundary(|| {
+        // SAFETY: NULL or valid pointers (the caller's contract).
+        let (config, clock, out) = unsafe {
+            let config = config(config_json)?;
+            (config, clock_arg(clock), Out::new(out, out_name)?)
+        };
+        out.write(into_handle(H::wrap(make(&config, clock)?)));
+        Ok(())
+    })
+}
+
+/// [`construct_with`] the core's constructor from a config (`interop::FromConfig`).
+pub(crate) unsafe fn construct<H: Handle<Core: FromConfig>>(
+    config_json: *const c_char,
+    clock: *const ab_manual_clock,
+    out: *mut *mut H,
+    out_name: &'static str,
+) -> ab_status {
+    // SAFETY: the caller's contract is the one `construct_with` needs.
+    unsafe { construct_with(config_json, clock, out, out_name, H::Core::from_config) }
+}
+
+/// The body of every `_restore`: hands the snapshot (`INVALID_SNAPSHOT` when it is not JSON) to
+/// `f` on a handle.
+pub(crate) unsafe fn restore<H: Handle, R: Done>(
+    handle: *const H,
+    snapshot_json: *const c_char,
+    f: impl FnOnce(&H, &Value) -> R,
+) -> ab_status {
+    // SAFETY: the caller's contract is the one `json_in` needs.
+    unsafe { json_in(handle, snapshot_json, "snapshot_json", ArgKind::Snapshot, f) }
 }
 
 /// A value as a newly allocated JSON string for C (release with `ab_string_free`).
 pub(crate) fn json_string<T: Serialize + ?Sized>(value: &T) -> Result<*mut c_char> {
     let text = serde_json::to_string(value)
-        .map_err(|e| Failure::Core(Error::Internal(format!("cannot serialize a result: {e}"))))?;
+        .map_err(|e| Error::Internal(format!("cannot serialize a result: {e}")))?;
     // serde_json escapes every control character, so the text holds no NUL byte.
     let text = CString::new(text)
-        .map_err(|e| Failure::Core(Error::Internal(format!("a result holds a NUL byte: {e}"))))?;
+        .map_err(|e| Error::Internal(format!("a result holds a NUL byte: {e}")))?;
     Ok(text.into_raw())
 }
 
 /// An optional value as a JSON string, or NULL when absent.
 pub(crate) fn optional_json_string<T: Serialize>(value: Option<&T>) -> Result<*mut c_char> {
-    match value {
-        Some(v) => json_string(v),
-        None => Ok(ptr::null_mut()),
-    }
+    value.map_or(Ok(ptr::null_mut()), json_string)
 }
 
 /// A new handle for C.
@@ -285,31 +315,22 @@ pub(crate) fn into_handle<T>(value: T) -> *mut T {
     Box::into_raw(Box::new(value))
 }
 
-/// Releases a handle made by [`into_handle`]; NULL is a no-op.
-///
-/// # Safety
-///
-/// `ptr` is NULL or came from [`into_handle`] for this `T` and has not been released.
+/// Releases a handle made by [`into_handle`]; NULL is a no-op. A panic while dropping it is
+/// swallowed, never unwound into C.
 pub(crate) unsafe fn free_handle<T>(ptr: *mut T) {
-    if ptr.is_null() {
-        return;
+    if !ptr.is_null() {
+        // SAFETY: a live pointer from `Box::into_raw`, released once (the caller's contract).
+        let boxed = unsafe { Box::from_raw(ptr) };
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
     }
-    // SAFETY: a live pointer from `Box::into_raw` that is released once (the caller's contract).
-    let boxed = unsafe { Box::from_raw(ptr) };
-    quietly(move || drop(boxed));
 }
 
 /// Releases a string made by [`json_string`]; NULL is a no-op.
-///
-/// # Safety
-///
-/// `ptr` is NULL or came from `CString::into_raw` in this library and has not been released.
 pub(crate) unsafe fn free_string(ptr: *mut c_char) {
-    if ptr.is_null() {
-        return;
+    if !ptr.is_null() {
+        // SAFETY: a live pointer from `CString::into_raw`, released once (the caller's contract).
+        drop(unsafe { CString::from_raw(ptr) });
     }
-    // SAFETY: a live pointer from `CString::into_raw`, released once (the caller's contract).
-    drop(unsafe { CString::from_raw(ptr) });
 }
 
 #[cfg(test)]

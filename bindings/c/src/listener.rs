@@ -1,13 +1,14 @@
-//! Listeners (SPEC 8) as a C function pointer plus `void *user_data`.
+//! Listeners (contract section 8) as a C function pointer plus `void *user_data`, and the
+//! [`handle!`] macro that makes a handle type over a core event source.
 
 use std::ffi::{CString, c_char, c_void};
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agentbreaker_core::{Event, Listener, ListenerId, ListenerResult};
+use agentbreaker_core::interop::EventSource;
+use agentbreaker_core::{Event, ListenerId, ListenerResult};
 
-use crate::ffi::{self, Failure, Out, Result, boundary};
+use crate::ffi::{self, Failure, Handle};
 use crate::status::ab_status;
 
 /// A listener: called with one event as a JSON string (`{"type":"stateChange","from":"CLOSED",
@@ -37,14 +38,6 @@ unsafe impl Send for CListener {}
 // SAFETY: as for `Send`; the listener registry delivers to one listener at a time.
 unsafe impl Sync for CListener {}
 
-impl fmt::Debug for CListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CListener")
-            .field("user_data", &self.user_data)
-            .finish_non_exhaustive()
-    }
-}
-
 impl CListener {
     fn deliver(&self, event: &Event) -> ListenerResult {
         let json = CString::new(serde_json::to_string(event)?)?;
@@ -57,80 +50,43 @@ impl CListener {
 
 /// The C ids of one handle's listeners (the core's `ListenerId` is opaque). Ids start at 1, so 0
 /// never names a listener.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct ListenerTable {
-    next: AtomicU64,
+    last: AtomicU64,
     ids: Mutex<Vec<(u64, ListenerId)>>,
 }
 
-impl Default for ListenerTable {
-    fn default() -> Self {
-        ListenerTable {
-            next: AtomicU64::new(1),
-            ids: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-impl ListenerTable {
-    /// Registers a C listener with `register` (the handle's `add_listener`); returns its C id.
-    pub(crate) fn add(
-        &self,
-        callback: ab_listener_fn,
-        user_data: *mut c_void,
-        register: impl FnOnce(Listener) -> ListenerId,
-    ) -> Result<u64> {
-        let callback = callback.ok_or(Failure::Null("listener"))?;
-        let listener = CListener {
-            callback,
-            user_data,
-        };
-        let id = register(Arc::new(move |event| listener.deliver(event)));
-        let number = self.next.fetch_add(1, Ordering::Relaxed);
-        self.ids
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((number, id));
-        Ok(number)
-    }
-
-    /// Removes the listener with C id `number` with `unregister`; false when there is none.
-    pub(crate) fn remove(&self, number: u64, unregister: impl FnOnce(ListenerId) -> bool) -> bool {
-        let id = {
-            let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
-            match ids.iter().position(|(n, _)| *n == number) {
-                Some(i) => ids.remove(i).1,
-                None => return false,
-            }
-        };
-        unregister(id)
-    }
-}
-
-/// A handle with listeners: its table of C ids and its core object's listener methods.
-pub(crate) trait Source {
+/// A handle over a core event source: its core object and its listeners' C ids.
+pub(crate) trait Source: Handle<Core: EventSource> {
+    fn core(&self) -> &Self::Core;
     fn table(&self) -> &ListenerTable;
-    fn add(&self, listener: Listener) -> ListenerId;
-    fn remove(&self, id: ListenerId) -> bool;
 }
 
-/// `impl Source for $handle` whose core object is the field `$core` (and its table `listeners`).
-macro_rules! source {
-    ($handle:ty, $core:ident) => {
+/// Makes `$handle` (a struct with the fields `core: $core` and `listeners: ListenerTable`) a
+/// [`Handle`] whose parameter is called `$name`, and a [`Source`].
+macro_rules! handle {
+    ($handle:ident($core:ty), $name:literal) => {
+        impl $crate::ffi::Handle for $handle {
+            const NAME: &'static str = $name;
+            type Core = $core;
+            fn wrap(core: $core) -> Self {
+                $handle {
+                    core,
+                    listeners: Default::default(),
+                }
+            }
+        }
         impl $crate::listener::Source for $handle {
+            fn core(&self) -> &$core {
+                &self.core
+            }
             fn table(&self) -> &$crate::listener::ListenerTable {
                 &self.listeners
-            }
-            fn add(&self, listener: agentbreaker_core::Listener) -> agentbreaker_core::ListenerId {
-                self.$core.add_listener(listener)
-            }
-            fn remove(&self, id: agentbreaker_core::ListenerId) -> bool {
-                self.$core.remove_listener(id)
             }
         }
     };
 }
-pub(crate) use source;
+pub(crate) use handle;
 
 /// The body of every `ab_<type>_add_listener`: registers `listener`, writes its id to `*out_id`.
 ///
@@ -140,17 +96,27 @@ pub(crate) use source;
 /// describes; `out_id` is NULL or writable.
 pub(crate) unsafe fn add<H: Source>(
     handle: *const H,
-    name: &'static str,
     listener: ab_listener_fn,
     user_data: *mut c_void,
     out_id: *mut u64,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (the caller's contract).
-        let (h, out) = unsafe { (ffi::handle(handle, name)?, Out::new(out_id, "out_id")?) };
-        out.write(h.table().add(listener, user_data, |l| h.add(l))?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (the caller's contract).
+    unsafe {
+        ffi::write_out(handle, out_id, "out_id", |h| {
+            let callback = listener.ok_or(Failure::Null("listener"))?;
+            let listener = CListener {
+                callback,
+                user_data,
+            };
+            let id = h
+                .core()
+                .add_listener(Arc::new(move |event| listener.deliver(event)));
+            let number = h.table().last.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut ids = h.table().ids.lock().unwrap_or_else(|p| p.into_inner());
+            ids.push((number, id));
+            Ok(number)
+        })
+    }
 }
 
 /// The body of every `ab_<type>_remove_listener`: writes whether `id` was registered.
@@ -160,19 +126,19 @@ pub(crate) unsafe fn add<H: Source>(
 /// `handle` is NULL or a live handle; `out_removed` is NULL or writable.
 pub(crate) unsafe fn remove<H: Source>(
     handle: *const H,
-    name: &'static str,
     id: u64,
     out_removed: *mut bool,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (the caller's contract).
-        let (h, out) = unsafe {
-            (
-                ffi::handle(handle, name)?,
-                Out::new(out_removed, "out_removed")?,
-            )
-        };
-        out.write(h.table().remove(id, |l| h.remove(l)));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (the caller's contract).
+    unsafe {
+        ffi::write_out(handle, out_removed, "out_removed", |h| {
+            let mut ids = h.table().ids.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(i) = ids.iter().position(|(n, _)| *n == id) else {
+                return Ok(false);
+            };
+            let core_id = ids.remove(i).1;
+            drop(ids);
+            Ok(h.core().remove_listener(core_id))
+        })
+    }
 }

@@ -3,8 +3,8 @@
 
 use std::ffi::{c_char, c_void};
 
+use agentbreaker_core::Monitor;
 use agentbreaker_core::interop::ArgKind;
-use agentbreaker_core::{Monitor, MonitorConfig};
 
 use crate::clock::ab_manual_clock;
 use crate::ffi::{self, Out, boundary};
@@ -17,11 +17,11 @@ use crate::status::ab_status;
 /// `ab_monitor_free`.
 #[derive(Debug)]
 pub struct ab_monitor {
-    monitor: Monitor,
+    core: Monitor,
     listeners: ListenerTable,
 }
 
-listener::source!(ab_monitor, monitor);
+listener::handle!(ab_monitor(Monitor), "monitor");
 
 /// Creates a Monitor from a JSON config (`{"profile": "coding-agent", "failure": {...},
 /// "stagnation": {...}, "budget": {...}, "toolLimits": {"web_fetch": 20}, "warnBefore": 2,
@@ -30,41 +30,20 @@ listener::source!(ab_monitor, monitor);
 /// `"storeTimeoutMs"`, `"storeFailure"`), each task's budget counters are shared through Redis
 /// by every monitor on the key (docs/distributed.md); construction then waits at most
 /// `storeTimeoutMs` for it (`AB_ERR_IO` when the server refuses the credentials).
-///
-/// # Safety
-///
-/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
-/// `out_monitor` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_new(
     config_json: *const c_char,
     clock: *const ab_manual_clock,
     out_monitor: *mut *mut ab_monitor,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (config, clock, out) = unsafe {
-            (
-                ffi::config(config_json)?,
-                ffi::clock_arg(clock),
-                Out::new(out_monitor, "out_monitor")?,
-            )
-        };
-        let monitor = Monitor::with_clock(MonitorConfig::from_json(&config)?, clock)?;
-        out.write(ffi::into_handle(ab_monitor {
-            monitor,
-            listeners: ListenerTable::default(),
-        }));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::construct(config_json, clock, out_monitor, "out_monitor") }
 }
 
 /// Releases a Monitor. NULL is a no-op; freeing twice is undefined behaviour.
 ///
 /// # Safety
-///
-/// `monitor` is NULL or a monitor from this library that has not been freed and that no other
-/// thread is using.
+/// `monitor` is NULL or a monitor not yet freed that no other thread is using.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_free(monitor: *mut ab_monitor) {
     // SAFETY: NULL or an unfreed handle (this function's contract).
@@ -77,11 +56,6 @@ pub unsafe extern "C" fn ab_monitor_free(monitor: *mut ab_monitor) {
 /// `{"action": "continue"|"warn"|"halt", "reason", "message", "nudge", "taskId", "step",
 /// "detail"}`. A halt is a verdict (`AB_OK`), not an error. A malformed event is
 /// `AB_ERR_INVALID_EVENT` and changes nothing.
-///
-/// # Safety
-///
-/// `monitor` is NULL or a live monitor; `event_json` is NULL or a NUL-terminated string;
-/// `out_verdict_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_observe(
     monitor: *const ab_monitor,
@@ -91,124 +65,85 @@ pub unsafe extern "C" fn ab_monitor_observe(
     boundary(|| {
         // SAFETY: NULL or valid pointers (this function's contract).
         let (m, event, out) = unsafe {
-            (
-                ffi::handle(monitor, "monitor")?,
-                ffi::json(event_json, "event_json", false, ArgKind::Event)?,
-                Out::new(out_verdict_json, "out_verdict_json")?,
-            )
+            let m = ffi::handle(monitor)?;
+            let event = ffi::json(event_json, "event_json", ArgKind::Event)?;
+            (m, event, Out::new(out_verdict_json, "out_verdict_json")?)
         };
-        out.write(ffi::json_string(&m.monitor.observe(&event)?)?);
+        out.write(ffi::json_string(&m.core.observe(&event)?)?);
         Ok(())
     })
 }
 
 /// Checks the duration and idle limits of every open task now (call it about once a second);
 /// writes the warnings and halts as a JSON array of verdicts to `*out_json` (`[]` when none).
-///
-/// # Safety
-///
-/// `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_tick(
     monitor: *const ab_monitor,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::json_out(monitor, "monitor", out_json, |m| Ok(m.monitor.tick())) }
+    unsafe { ffi::json_out(monitor, out_json, |m| m.core.tick()) }
 }
 
 /// Writes where every task and rule stands as JSON to `*out_json`: `{"profile", "tasks":
 /// [{"taskId", "steps", "toolCalls", "toolCallsByName", "spendCents", "durationSecs",
 /// "idleSecs", "rules": {slug: {"count", "threshold"}}, "halted", "halt", "unpairedResults"}],
 /// "stack", "ignoredEvents"}` (and, with a store, `"store"`: as `ab_monitor_store_status`).
-///
-/// # Safety
-///
-/// `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_status(
     monitor: *const ab_monitor,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::json_out(monitor, "monitor", out_json, |m| Ok(m.monitor.status())) }
+    unsafe { ffi::json_out(monitor, out_json, |m| m.core.status()) }
 }
 
 /// Writes where the budget counters live as JSON to `*out_json`: with a `store` in the config,
 /// `{"url", "key", "mode", "outages", "lastError"}` (`mode` is `"shared"`, `"local"` or
 /// `"refusing"`; the URL without its password); `null` without a store.
-///
-/// # Safety
-///
-/// `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_store_status(
     monitor: *const ab_monitor,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe {
-        ffi::json_out(monitor, "monitor", out_json, |m| {
-            Ok(m.monitor.store_status())
-        })
-    }
+    unsafe { ffi::json_out(monitor, out_json, |m| m.core.store_status()) }
 }
 
 /// Writes everything needed to continue later (in another process too) as JSON to `*out_json`:
 /// `{"version": 1, "kind": "monitor", "tasks", "stack", "ignoredEvents", "lastEventAt"}`.
-///
-/// # Safety
-///
-/// `monitor` is NULL or a live monitor; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_snapshot(
     monitor: *const ab_monitor,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::json_out(monitor, "monitor", out_json, |m| Ok(m.monitor.snapshot())) }
+    unsafe { ffi::json_out(monitor, out_json, |m| m.core.snapshot()) }
 }
 
 /// Replaces the state with a snapshot's (JSON, as `ab_monitor_snapshot` writes it). A malformed
 /// snapshot, one of another kind or version, or one beyond a monitor's bounds is
 /// `AB_ERR_INVALID_SNAPSHOT` and changes nothing.
-///
-/// # Safety
-///
-/// `monitor` is NULL or a live monitor; `snapshot_json` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_restore(
     monitor: *const ab_monitor,
     snapshot_json: *const c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (m, snapshot) = unsafe {
-            (
-                ffi::handle(monitor, "monitor")?,
-                ffi::json(snapshot_json, "snapshot_json", false, ArgKind::Snapshot)?,
-            )
-        };
-        Ok(m.monitor.restore(&snapshot)?)
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::restore(monitor, snapshot_json, |m, s| m.core.restore(s)) }
 }
 
 /// Forgets every task and counter; the configuration stays.
-///
-/// # Safety
-///
-/// `monitor` is NULL or a live monitor.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_reset(monitor: *const ab_monitor) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
-    unsafe { ffi::with_handle(monitor, "monitor", |m| m.monitor.reset()) }
+    unsafe { ffi::with_handle(monitor, |m| m.core.reset()) }
 }
 
 /// Adds a listener for `verdict` events (every warning and halt: the verdict's keys with
 /// `"type": "verdict"` and `"atMs"`); writes its id (>= 1) to `*out_id`.
 ///
 /// # Safety
-///
 /// As for `ab_failure_breaker_add_listener`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_add_listener(
@@ -218,14 +153,10 @@ pub unsafe extern "C" fn ab_monitor_add_listener(
     out_id: *mut u64,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::add(monitor, "monitor", listener, user_data, out_id) }
+    unsafe { listener::add(monitor, listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-///
-/// `monitor` is NULL or a live monitor; `out_removed` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_monitor_remove_listener(
     monitor: *const ab_monitor,
@@ -233,60 +164,5 @@ pub unsafe extern "C" fn ab_monitor_remove_listener(
     out_removed: *mut bool,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::remove(monitor, "monitor", id, out_removed) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::ffi::{CStr, CString};
-    use std::ptr;
-
-    fn take(s: *mut c_char) -> String {
-        // SAFETY: a string this library returned, freed right after it is copied.
-        let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
-        // SAFETY: as above.
-        unsafe { crate::status::ab_string_free(s) };
-        text
-    }
-
-    #[test]
-    fn events_in_verdicts_out() {
-        let mut m = ptr::null_mut();
-        let config = CString::new(r#"{"profile": "seed", "toolLimits": {"Bash": 1}}"#).unwrap();
-        // SAFETY: valid pointers; every handle and string is released below.
-        unsafe {
-            assert_eq!(
-                ab_monitor_new(config.as_ptr(), ptr::null(), &mut m),
-                ab_status::AB_OK
-            );
-            let event = CString::new(r#"{"type": "tool_use", "name": "Bash"}"#).unwrap();
-            let mut verdict = ptr::null_mut();
-            assert_eq!(
-                ab_monitor_observe(m, event.as_ptr(), &mut verdict),
-                ab_status::AB_OK
-            );
-            assert!(take(verdict).contains(r#""action":"warn""#));
-            assert_eq!(
-                ab_monitor_observe(m, event.as_ptr(), &mut verdict),
-                ab_status::AB_OK
-            );
-            assert!(take(verdict).contains(r#""reason":"tool_limit""#));
-            let bad = CString::new(r#"{"type": "tool_use"}"#).unwrap();
-            let status = ab_monitor_observe(m, bad.as_ptr(), &mut verdict);
-            assert_eq!(status, ab_status::AB_ERR_INVALID_EVENT);
-            let mut snapshot = ptr::null_mut();
-            assert_eq!(ab_monitor_snapshot(m, &mut snapshot), ab_status::AB_OK);
-            let snapshot = CString::new(take(snapshot)).unwrap();
-            assert_eq!(ab_monitor_reset(m), ab_status::AB_OK);
-            assert_eq!(ab_monitor_restore(m, snapshot.as_ptr()), ab_status::AB_OK);
-            let mut status_json = ptr::null_mut();
-            assert_eq!(ab_monitor_status(m, &mut status_json), ab_status::AB_OK);
-            assert!(take(status_json).contains(r#""halted":true"#));
-            let wrong = CString::new(r#"{"kind": "budget"}"#).unwrap();
-            let status = ab_monitor_restore(m, wrong.as_ptr());
-            assert_eq!(status, ab_status::AB_ERR_INVALID_SNAPSHOT);
-            ab_monitor_free(m);
-        }
-    }
+    unsafe { listener::remove(monitor, id, out_removed) }
 }

@@ -1,66 +1,45 @@
-//! `ab_stagnation_breaker`: no progress, repeated errors, declining output (SPEC 3, seeds 000/001).
+//! `ab_stagnation_breaker`: no progress, repeated errors, declining output (contract section 3).
 
 use std::ffi::{c_char, c_void};
 
 use agentbreaker_core::interop::ArgKind;
-use agentbreaker_core::{AgentStep, IterationMetrics, StagnationBreaker, StagnationConfig};
+use agentbreaker_core::{AgentStep, IterationMetrics, StagnationBreaker};
 
 use crate::clock::ab_manual_clock;
-use crate::ffi::{self, Out, boundary};
+use crate::ffi;
 use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::{ab_state, ab_status};
 
-/// A StagnationBreaker (SPEC 3): watches a loop's iterations for no progress, the same error
-/// repeated and declining output, and (when configured) an agent's steps for repeated actions,
-/// cycles and fail streaks. Safe to share between threads. Create with
-/// `ab_stagnation_breaker_new`, release with `ab_stagnation_breaker_free`.
+/// A StagnationBreaker: watches a loop's iterations for no progress, the same error repeated and
+/// declining output, and (when configured) an agent's steps for repeated actions, cycles and fail
+/// streaks. Safe to share between threads. Create with `ab_stagnation_breaker_new`, release with
+/// `ab_stagnation_breaker_free`.
 #[derive(Debug)]
 pub struct ab_stagnation_breaker {
-    breaker: StagnationBreaker,
+    core: StagnationBreaker,
     listeners: ListenerTable,
 }
 
-listener::source!(ab_stagnation_breaker, breaker);
+listener::handle!(ab_stagnation_breaker(StagnationBreaker), "breaker");
 
 /// Creates a StagnationBreaker from a JSON config (`{"noProgressThreshold": 3,
 /// "sameErrorThreshold": 5, "outputDeclineThreshold": 70, "errorMatch": "normalized"}`; NULL =
 /// defaults) reading time from `clock` (NULL = the system clock). `AB_ERR_INVALID_CONFIG` for a
 /// bad config.
-///
-/// # Safety
-///
-/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
-/// `out_breaker` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_new(
     config_json: *const c_char,
     clock: *const ab_manual_clock,
     out_breaker: *mut *mut ab_stagnation_breaker,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (config, clock, out) = unsafe {
-            (
-                ffi::config(config_json)?,
-                ffi::clock_arg(clock),
-                Out::new(out_breaker, "out_breaker")?,
-            )
-        };
-        let breaker = StagnationBreaker::with_clock(StagnationConfig::from_json(&config)?, clock)?;
-        out.write(ffi::into_handle(ab_stagnation_breaker {
-            breaker,
-            listeners: ListenerTable::default(),
-        }));
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::construct(config_json, clock, out_breaker, "out_breaker") }
 }
 
 /// Releases a StagnationBreaker. NULL is a no-op; freeing twice is undefined behaviour.
 ///
 /// # Safety
-///
-/// `breaker` is NULL or a breaker from `ab_stagnation_breaker_new` that has not been freed and
-/// that no other thread is using.
+/// `breaker` is NULL or a breaker not yet freed that no other thread is using.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_free(breaker: *mut ab_stagnation_breaker) {
     // SAFETY: NULL or an unfreed handle (this function's contract).
@@ -70,182 +49,128 @@ pub unsafe extern "C" fn ab_stagnation_breaker_free(breaker: *mut ab_stagnation_
 /// Records one iteration given as JSON: `{"filesChanged": 2, "testsPassing": 10,
 /// "outputLength": 900}` (missing keys are 0). Anything but whole numbers >= 0, or another key,
 /// is `AB_ERR_INVALID_ARGUMENT` and records nothing.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `metrics_json` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_record_progress(
     breaker: *const ab_stagnation_breaker,
     metrics_json: *const c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, metrics) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                ffi::json(metrics_json, "metrics_json", false, ArgKind::Argument)?,
-            )
-        };
-        b.breaker
-            .record_progress(IterationMetrics::from_json(&metrics)?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::json_in(
+            breaker,
+            metrics_json,
+            "metrics_json",
+            ArgKind::Argument,
+            |b, m| IterationMetrics::from_json(m).map(|m| b.core.record_progress(m)),
+        )
+    }
 }
 
 /// Records an error (UTF-8 text). A `transient` error (rate limit, 5xx, timeout) never counts.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `error` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_record_error(
     breaker: *const ab_stagnation_breaker,
     error: *const c_char,
     transient: bool,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, error) = unsafe { (ffi::handle(breaker, "breaker")?, ffi::text(error, "error")?) };
-        b.breaker.record_error(error, transient);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::text_in(breaker, error, "error", |b, e| {
+            b.core.record_error(e, transient)
+        })
+    }
 }
 
 /// Records one agent step given as JSON for the step detectors (`repeatThreshold`,
 /// `cycleRepeats`, `failStreakThreshold`, `failWindow`; all off unless configured):
 /// `{"action": "bash: pytest -q", "result"?: "3 failed", "failed"?: true}`. Wrong types or another
 /// key are `AB_ERR_INVALID_ARGUMENT` and record nothing.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `step_json` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_record_step(
     breaker: *const ab_stagnation_breaker,
     step_json: *const c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, step) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                ffi::json(step_json, "step_json", false, ArgKind::Argument)?,
-            )
-        };
-        b.breaker.record_step(&AgentStep::from_json(&step)?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::json_in(
+            breaker,
+            step_json,
+            "step_json",
+            ArgKind::Argument,
+            |b, s| AgentStep::from_json(s).map(|s| b.core.record_step(&s)),
+        )
+    }
 }
 
 /// Writes `{"allowContinue": bool, "state", "reason": string|null}` to `*out_json`;
 /// `allowContinue` is false only in OPEN.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_check(
     breaker: *const ab_stagnation_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.check())) }
+    unsafe { ffi::json_out(breaker, out_json, |b| b.core.check()) }
 }
 
 /// Writes the current state to `*out_state`.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `out_state` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_state(
     breaker: *const ab_stagnation_breaker,
     out_state: *mut ab_state,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, out) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                Out::new(out_state, "out_state")?,
-            )
-        };
-        out.write(b.breaker.state().into());
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::write_out(breaker, out_state, "out_state", |b| {
+            Ok(b.core.state().into())
+        })
+    }
 }
 
 /// Writes the status as JSON to `*out_json`: `{"state", "consecutiveNoProgress", "errorCounts",
 /// "outputTrend", "lastProgress"}`.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_get_status(
     breaker: *const ab_stagnation_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.status())) }
+    unsafe { ffi::json_out(breaker, out_json, |b| b.core.status()) }
 }
 
 /// Back to CLOSED with every counter cleared.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_reset(
     breaker: *const ab_stagnation_breaker,
 ) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
-    unsafe { ffi::with_handle(breaker, "breaker", |b| b.breaker.reset()) }
+    unsafe { ffi::with_handle(breaker, |b| b.core.reset()) }
 }
 
 /// Writes the snapshot as JSON to `*out_json` (`{"version": 1, "kind": "stagnation", ...}`).
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_snapshot(
     breaker: *const ab_stagnation_breaker,
     out_json: *mut *mut c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::json_out(breaker, "breaker", out_json, |b| Ok(b.breaker.snapshot())) }
+    unsafe { ffi::json_out(breaker, out_json, |b| b.core.snapshot()) }
 }
 
 /// Restores a snapshot given as JSON (OPEN stays OPEN; HALF_OPEN comes back CLOSED).
 /// `AB_ERR_INVALID_SNAPSHOT` changes nothing.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `snapshot_json` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_restore(
     breaker: *const ab_stagnation_breaker,
     snapshot_json: *const c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, snapshot) = unsafe {
-            (
-                ffi::handle(breaker, "breaker")?,
-                ffi::json(snapshot_json, "snapshot_json", false, ArgKind::Snapshot)?,
-            )
-        };
-        b.breaker.restore_json(&snapshot)?;
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::restore(breaker, snapshot_json, |b, s| b.core.restore_json(s)) }
 }
 
 /// Adds a listener for `stateChange` events; writes its id (>= 1) to `*out_id`.
 ///
 /// # Safety
-///
 /// As for `ab_failure_breaker_add_listener`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_add_listener(
@@ -255,14 +180,10 @@ pub unsafe extern "C" fn ab_stagnation_breaker_add_listener(
     out_id: *mut u64,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::add(breaker, "breaker", listener, user_data, out_id) }
+    unsafe { listener::add(breaker, listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-///
-/// `breaker` is NULL or a live breaker; `out_removed` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_stagnation_breaker_remove_listener(
     breaker: *const ab_stagnation_breaker,
@@ -270,5 +191,5 @@ pub unsafe extern "C" fn ab_stagnation_breaker_remove_listener(
     out_removed: *mut bool,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::remove(breaker, "breaker", id, out_removed) }
+    unsafe { listener::remove(breaker, id, out_removed) }
 }

@@ -1,23 +1,19 @@
-//! The response analyzer and `ab_exit_strategy` (SPEC 5, seed 002).
+//! The response analyzer and `ab_exit_strategy` (contract section 5).
 
 use std::ffi::{c_char, c_void};
 
 use agentbreaker_core::interop;
-use agentbreaker_core::{ExitStrategy, StrategyConfig, analyze};
-use serde_json::json;
+use agentbreaker_core::{ExitStrategy, SharedClock, StrategyConfig, analyze};
+use serde_json::{Value, json};
 
 use crate::clock::ab_manual_clock;
-use crate::ffi::{self, Out, boundary};
+use crate::ffi::{self, Handle, Out, boundary};
 use crate::listener::{self, ListenerTable, ab_listener_fn};
 use crate::status::ab_status;
 
 /// Analyzes an agent's response text (UTF-8) and writes the analysis as JSON to `*out_json`:
 /// `{"completionSignal": {"detected", "confidence", "phrases"}, "confidence", "exitSignal",
 /// "testsPassing", "testsFailing"}`.
-///
-/// # Safety
-///
-/// `text` is NULL or a NUL-terminated string; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_analyze(text: *const c_char, out_json: *mut *mut c_char) -> ab_status {
     boundary(|| {
@@ -28,27 +24,24 @@ pub unsafe extern "C" fn ab_analyze(text: *const c_char, out_json: *mut *mut c_c
     })
 }
 
-/// An exit strategy (SPEC 5): `auto`, `done_signals`, `fix_plan`, `circuit_breaker` or
-/// `composite`. Stateful; safe to share between threads. Create with `ab_exit_strategy_new`,
+/// An exit strategy: `auto`, `done_signals`, `fix_plan`, `circuit_breaker` or `composite`.
+/// Stateful; safe to share between threads. Create with `ab_exit_strategy_new`,
 /// `ab_exit_strategy_new_fix_plan` or `ab_exit_strategy_new_fix_plan_markdown`; release with
 /// `ab_exit_strategy_free`.
 #[derive(Debug)]
 pub struct ab_exit_strategy {
-    strategy: ExitStrategy,
+    core: ExitStrategy,
     listeners: ListenerTable,
 }
 
-listener::source!(ab_exit_strategy, strategy);
+listener::handle!(ab_exit_strategy(ExitStrategy), "strategy");
 
-fn new_strategy(
-    config: StrategyConfig,
-    clock: agentbreaker_core::SharedClock,
-    out: Out<*mut ab_exit_strategy>,
-) {
-    out.write(ffi::into_handle(ab_exit_strategy {
-        strategy: ExitStrategy::with_clock(config, clock),
-        listeners: ListenerTable::default(),
-    }));
+/// A `fix_plan` strategy from a fix-plan config without `type`.
+fn fix_plan(config: &Value, clock: SharedClock) -> agentbreaker_core::Result<ExitStrategy> {
+    Ok(ExitStrategy::with_clock(
+        StrategyConfig::fix_plan_from_json(config)?,
+        clock,
+    ))
 }
 
 /// Creates a strategy from a JSON strategy config: `{"type": "auto", "threshold": 70}`,
@@ -56,69 +49,34 @@ fn new_strategy(
 /// or `{"type": "fix_plan", "markdown": "- [ ] ..."}`, `{"type": "circuit_breaker"}`,
 /// `{"type": "composite", "mode": "any"|"all", "members": [...]}`; NULL = `auto`. `clock` (NULL =
 /// the system clock) only stamps events. `AB_ERR_INVALID_CONFIG` for a bad config.
-///
-/// # Safety
-///
-/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
-/// `out_strategy` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_new(
     config_json: *const c_char,
     clock: *const ab_manual_clock,
     out_strategy: *mut *mut ab_exit_strategy,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (config, clock, out) = unsafe {
-            (
-                ffi::config(config_json)?,
-                ffi::clock_arg(clock),
-                Out::new(out_strategy, "out_strategy")?,
-            )
-        };
-        new_strategy(StrategyConfig::from_json(&config)?, clock, out);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::construct(config_json, clock, out_strategy, "out_strategy") }
 }
 
 /// Creates a `fix_plan` strategy from a fix-plan config without `type`: `{"steps":
 /// [{"description", "completed"?, "attempts"?, "maxAttempts"?}], "maxAttempts"?}` or
 /// `{"markdown": "- [ ] ...", "maxAttempts"?}`. NULL is `AB_ERR_INVALID_CONFIG` (a plan needs
 /// steps).
-///
-/// # Safety
-///
-/// `config_json` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
-/// `out_strategy` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan(
     config_json: *const c_char,
     clock: *const ab_manual_clock,
     out_strategy: *mut *mut ab_exit_strategy,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (config, clock, out) = unsafe {
-            (
-                ffi::config(config_json)?,
-                ffi::clock_arg(clock),
-                Out::new(out_strategy, "out_strategy")?,
-            )
-        };
-        new_strategy(StrategyConfig::fix_plan_from_json(&config)?, clock, out);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe { ffi::construct_with(config_json, clock, out_strategy, "out_strategy", fix_plan) }
 }
 
 /// Creates a `fix_plan` strategy from a markdown checklist (`- [ ] step`, `- [x] done step`;
 /// other lines are ignored), each step with the default 3 attempts. The same as
 /// `ab_exit_strategy_new_fix_plan` with `{"markdown": markdown}`, without escaping the text into
 /// JSON.
-///
-/// # Safety
-///
-/// `markdown` is NULL or a NUL-terminated string; `clock` is NULL or a live clock;
-/// `out_strategy` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan_markdown(
     markdown: *const c_char,
@@ -128,14 +86,15 @@ pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan_markdown(
     boundary(|| {
         // SAFETY: NULL or valid pointers (this function's contract).
         let (markdown, clock, out) = unsafe {
+            let markdown = ffi::text(markdown, "markdown")?;
             (
-                ffi::text(markdown, "markdown")?,
+                markdown,
                 ffi::clock_arg(clock),
                 Out::new(out_strategy, "out_strategy")?,
             )
         };
-        let config = StrategyConfig::fix_plan_from_json(&json!({ "markdown": markdown }))?;
-        new_strategy(config, clock, out);
+        let strategy = fix_plan(&json!({ "markdown": markdown }), clock)?;
+        out.write(ffi::into_handle(ab_exit_strategy::wrap(strategy)));
         Ok(())
     })
 }
@@ -143,9 +102,7 @@ pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan_markdown(
 /// Releases a strategy. NULL is a no-op; freeing twice is undefined behaviour.
 ///
 /// # Safety
-///
-/// `strategy` is NULL or a strategy from this library that has not been freed and that no other
-/// thread is using.
+/// `strategy` is NULL or a strategy not yet freed that no other thread is using.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_free(strategy: *mut ab_exit_strategy) {
     // SAFETY: NULL or an unfreed handle (this function's contract).
@@ -156,11 +113,6 @@ pub unsafe extern "C" fn ab_exit_strategy_free(strategy: *mut ab_exit_strategy) 
 /// analysis and `circuit_state` (`"CLOSED"`, `"HALF_OPEN"` or `"OPEN"`; NULL = `"CLOSED"`) to the
 /// strategy. Writes `{"exit": bool, "reason": string|null}` to `*out_json`. Another circuit state
 /// is `AB_ERR_INVALID_ARGUMENT` and changes nothing.
-///
-/// # Safety
-///
-/// `strategy` is NULL or a live strategy; `response_text` and `circuit_state` are NULL or
-/// NUL-terminated strings; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_should_exit(
     strategy: *const ab_exit_strategy,
@@ -171,16 +123,14 @@ pub unsafe extern "C" fn ab_exit_strategy_should_exit(
     boundary(|| {
         // SAFETY: NULL or valid pointers (this function's contract).
         let (s, text, state, out) = unsafe {
-            (
-                ffi::handle(strategy, "strategy")?,
+            let (s, text) = (
+                ffi::handle(strategy)?,
                 ffi::text(response_text, "response_text")?,
-                ffi::optional_text(circuit_state, "circuit_state")?,
-                Out::new(out_json, "out_json")?,
-            )
+            );
+            let state = ffi::optional_text(circuit_state, "circuit_state")?;
+            (s, text, state, Out::new(out_json, "out_json")?)
         };
-        let decision = s
-            .strategy
-            .should_exit(&analyze(text), interop::state(state)?);
+        let decision = s.core.should_exit(&analyze(text), interop::state(state)?);
         out.write(ffi::json_string(&decision)?);
         Ok(())
     })
@@ -189,46 +139,30 @@ pub unsafe extern "C" fn ab_exit_strategy_should_exit(
 /// Writes a fix plan's progress as JSON to `*out_json`: `{"steps": [{"description", "completed",
 /// "skipped", "attempts", "maxAttempts"}], "currentStep": index|null}`, or NULL for a strategy
 /// without a fix plan.
-///
-/// # Safety
-///
-/// `strategy` is NULL or a live strategy; `out_json` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_plan_status(
     strategy: *const ab_exit_strategy,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (s, out) = unsafe {
-            (
-                ffi::handle(strategy, "strategy")?,
-                Out::new(out_json, "out_json")?,
-            )
-        };
-        out.write(ffi::optional_json_string(
-            s.strategy.plan_status().as_ref(),
-        )?);
-        Ok(())
-    })
+    // SAFETY: NULL or valid pointers (this function's contract).
+    unsafe {
+        ffi::write_out(strategy, out_json, "out_json", |s| {
+            ffi::optional_json_string(s.core.plan_status().as_ref())
+        })
+    }
 }
 
 /// Forgets everything seen: back to the configured state.
-///
-/// # Safety
-///
-/// `strategy` is NULL or a live strategy.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_reset(strategy: *const ab_exit_strategy) -> ab_status {
     // SAFETY: NULL or a live handle (this function's contract).
-    unsafe { ffi::with_handle(strategy, "strategy", |s| s.strategy.reset()) }
+    unsafe { ffi::with_handle(strategy, |s| s.core.reset()) }
 }
 
 /// Adds a listener for `warning` events (a fix plan skipping a step); writes its id (>= 1) to
 /// `*out_id`.
 ///
 /// # Safety
-///
 /// As for `ab_failure_breaker_add_listener`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_add_listener(
@@ -238,14 +172,10 @@ pub unsafe extern "C" fn ab_exit_strategy_add_listener(
     out_id: *mut u64,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::add(strategy, "strategy", listener, user_data, out_id) }
+    unsafe { listener::add(strategy, listener, user_data, out_id) }
 }
 
 /// Removes the listener `id`; writes whether there was one to `*out_removed`.
-///
-/// # Safety
-///
-/// `strategy` is NULL or a live strategy; `out_removed` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_exit_strategy_remove_listener(
     strategy: *const ab_exit_strategy,
@@ -253,5 +183,5 @@ pub unsafe extern "C" fn ab_exit_strategy_remove_listener(
     out_removed: *mut bool,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { listener::remove(strategy, "strategy", id, out_removed) }
+    unsafe { listener::remove(strategy, id, out_removed) }
 }

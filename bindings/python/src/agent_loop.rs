@@ -1,15 +1,14 @@
-//! `Loop`, the coordinator (SPEC 5).
+//! `Loop`, the coordinator (contract section 5).
 
+use agentbreaker::Error;
 use agentbreaker::interop::ArgKind;
-use agentbreaker::{Error, LoopConfig};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use serde_json::Value;
 
-use crate::clock;
-use crate::convert::{config_from_arguments, detached_py, object_of, to_json, to_py};
+use crate::convert::{detached_py, object_of, to_json, to_py};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
-use crate::listeners::{PyListeners, pymethods_with_listeners};
+use crate::listeners::PyListeners;
 
 /// Analyzes each response, applies an exit strategy, watches for stagnation and budget halts, and
 /// says continue or exit: `Loop(max_iterations=50, strategy={...}, stagnation={...},
@@ -32,36 +31,12 @@ fn events_to_json(events: &Bound<'_, PyAny>) -> Result<Value, Error> {
     } else {
         return to_json(events, "events", ArgKind::Argument);
     };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| to_json(item, &format!("events[{i}]"), ArgKind::Event))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    let items = items.iter().enumerate();
+    let items = items.map(|(i, item)| to_json(item, &format!("events[{i}]"), ArgKind::Event));
+    items.collect::<Result<Vec<_>, _>>().map(Value::Array)
 }
 
-pymethods_with_listeners!(Loop {
-    #[new]
-    #[pyo3(signature = (config = None, /, *, clock = None, **options))]
-    fn new(
-        py: Python<'_>,
-        config: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        boundary(py, || {
-            let clock = clock::from_keyword(clock).or_raise(py)?;
-            let inner = config_from_arguments(config, options)
-                .and_then(|c| LoopConfig::from_json(&c))
-                .and_then(|c| agentbreaker::Loop::with_clock(c, clock))
-                .or_raise(py)?;
-            Ok(Loop {
-                inner,
-                listeners: PyListeners::default(),
-            })
-        })
-    }
-
+event_source_class!(Loop {
     /// One iteration: the agent's `output`, with what changed and the budget events it produced.
     /// Returns `{action, reason, outcome, iteration, analysis, breaker, halt}`.
     #[pyo3(
@@ -91,33 +66,25 @@ pymethods_with_listeners!(Loop {
             if let (Some(events), Value::Object(map)) = (events, &mut observation) {
                 map.insert("events".to_string(), events_to_json(events).or_raise(py)?);
             }
-            let inner = &self.inner;
-            let decision = detached_result(py, || inner.observe_json(&observation))?;
-            to_py(py, &decision)
+            to_py(py, &detached_result(py, || self.inner.observe_json(&observation))?)
         })
     }
 
     /// `{iteration, exited, reason, outcome, breaker, budget}`.
     fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.status())
+        detached_py(py, || self.inner.status())
     }
 
     /// Starts over: iteration 0, every component reset.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = &self.inner;
-        detached(py, || inner.reset())
+        detached(py, || self.inner.reset())
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let py = slf.py();
         let inner = &slf.get().inner;
-        let status = detached(py, || inner.status())?;
-        Ok(format!(
-            "{}(iteration={}, exited={})",
-            slf.get_type().name()?,
-            status.iteration,
-            if status.exited { "True" } else { "False" }
-        ))
+        let status = detached(slf.py(), || inner.status())?;
+        let exited = if status.exited { "True" } else { "False" };
+        let (name, iteration) = (slf.get_type().name()?, status.iteration);
+        Ok(format!("{name}(iteration={iteration}, exited={exited})"))
     }
 });

@@ -1,4 +1,5 @@
-//! `ManualClock` and `SystemClock` (SPEC 1), and the `clock=` keyword every breaker takes.
+//! `ManualClock` and `SystemClock` (contract section 1), and the `clock=` keyword every breaker
+//! takes.
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use crate::errors::{IntoPyResult, boundary};
 #[pyclass(frozen, module = "agentbreaker")]
 #[derive(Debug)]
 pub struct ManualClock {
-    pub inner: Arc<agentbreaker::ManualClock>,
+    inner: Arc<agentbreaker::ManualClock>,
 }
 
 #[pymethods]
@@ -23,29 +24,27 @@ impl ManualClock {
     #[pyo3(signature = (start_ms = None), text_signature = "(start_ms=0)")]
     fn new(py: Python<'_>, start_ms: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         boundary(py, || {
-            let start = match start_ms {
-                None => 0,
-                Some(v) => arg_ms(v, "start_ms").or_raise(py)?,
-            };
-            Ok(ManualClock {
-                inner: agentbreaker::ManualClock::shared(start),
-            })
+            let start = start_ms
+                .map_or(Ok(0), |v| arg_ms(v, "start_ms"))
+                .or_raise(py)?;
+            let inner = agentbreaker::ManualClock::shared(start);
+            Ok(ManualClock { inner })
         })
     }
 
     /// Sets the time in ms (going backwards is allowed; breakers count it as no time passing).
     fn set(&self, py: Python<'_>, ms: &Bound<'_, PyAny>) -> PyResult<()> {
         boundary(py, || {
-            self.inner.set(arg_ms(ms, "ms").or_raise(py)?);
-            Ok(())
+            arg_ms(ms, "ms").map(|ms| self.inner.set(ms)).or_raise(py)
         })
     }
 
     /// Moves the time forward by `ms`.
     fn advance(&self, py: Python<'_>, ms: &Bound<'_, PyAny>) -> PyResult<()> {
         boundary(py, || {
-            self.inner.advance(arg_ms(ms, "ms").or_raise(py)?);
-            Ok(())
+            arg_ms(ms, "ms")
+                .map(|ms| self.inner.advance(ms))
+                .or_raise(py)
         })
     }
 
@@ -83,19 +82,15 @@ impl SystemClock {
 
 /// The clock a breaker is built on: `None` is the system clock.
 pub fn from_keyword(clock: Option<&Bound<'_, PyAny>>) -> Result<SharedClock, agentbreaker::Error> {
-    match clock {
+    match clock.filter(|c| !c.is_none()) {
         None => Ok(agentbreaker::SystemClock::shared()),
-        Some(c) if c.is_none() => Ok(agentbreaker::SystemClock::shared()),
-        Some(c) => {
-            if let Ok(manual) = c.cast::<ManualClock>() {
-                let shared: SharedClock = manual.get().inner.clone();
-                Ok(shared)
-            } else if c.cast::<SystemClock>().is_ok() {
-                Ok(agentbreaker::SystemClock::shared())
-            } else {
+        Some(c) if c.cast::<SystemClock>().is_ok() => Ok(agentbreaker::SystemClock::shared()),
+        Some(c) => match c.cast::<ManualClock>() {
+            Ok(manual) => Ok(manual.get().inner.clone()),
+            Err(_) => {
                 let expected = "a ManualClock, a SystemClock or None";
                 Err(ArgKind::Config.wrong_type("clock", expected, &type_name(c)))
             }
-        }
+        },
     }
 }

@@ -15,14 +15,15 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use agentbreaker::Error;
 use agentbreaker::interop::{ArgKind, MAX_DEPTH, float, missing};
+use agentbreaker::{Error, SharedClock};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::errors::{IntoPyResult, detached};
+use crate::clock;
+use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 
 /// The Python type name of `value`, for messages.
 pub fn type_name(value: &Bound<'_, PyAny>) -> String {
@@ -166,6 +167,14 @@ fn python_str(
     })
 }
 
+/// `InvalidArgumentError` (never a recorded failure) when `value` cannot be called.
+pub fn callable(value: &Bound<'_, PyAny>, what: &str) -> Result<(), Error> {
+    match value.is_callable() {
+        true => Ok(()),
+        false => Err(ArgKind::Argument.wrong_type(what, "callable", &type_name(value))),
+    }
+}
+
 /// A required argument declared with a `None` default (so that leaving it out raises
 /// `InvalidArgumentError`, a `TypeError`, like any missing argument, but with a code).
 pub fn required<'a, 'py>(
@@ -206,10 +215,8 @@ pub fn arg_str(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<String, E
 
 /// An optional `str` argument (`None` = not given).
 pub fn arg_str_opt(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<Option<String>, Error> {
-    value
-        .filter(|v| !v.is_none())
-        .map(|v| arg_str(Some(v), name))
-        .transpose()
+    let value = value.filter(|v| !v.is_none());
+    value.map(|v| arg_str(Some(v), name)).transpose()
 }
 
 /// A whole number of milliseconds (`int` >= 0, not a `bool`).
@@ -219,9 +226,9 @@ pub fn arg_ms(value: &Bound<'_, PyAny>, name: &str) -> Result<u64, Error> {
         return Err(ArgKind::Argument.wrong_type(name, "an int (milliseconds)", &got));
     }
     value.extract::<u64>().map_err(|_| {
-        ArgKind::Argument.error(format_args!(
-            "{name} must be a whole number of milliseconds >= 0 and < 2**64"
-        ))
+        let message =
+            format_args!("{name} must be a whole number of milliseconds >= 0 and < 2**64");
+        ArgKind::Argument.error(message)
     })
 }
 
@@ -271,33 +278,19 @@ pub fn object_of(
 fn camel_case(keyword: &str) -> Option<String> {
     let word_ok = |w: &str| {
         !w.is_empty()
-            && w.chars()
+            && w.bytes()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
     };
     if !keyword.starts_with(|c: char| c.is_ascii_lowercase()) || !keyword.split('_').all(word_ok) {
         return None;
     }
-    let mut out = String::with_capacity(keyword.len());
-    for (i, word) in keyword.split('_').enumerate() {
-        let (first, rest) = word.split_at(1);
-        out.push_str(&if i == 0 {
-            first.to_string()
-        } else {
-            first.to_ascii_uppercase()
-        });
-        out.push_str(rest);
+    let mut words = keyword.split('_');
+    let mut out = words.next().unwrap_or_default().to_string();
+    for word in words {
+        out.push(word.as_bytes()[0].to_ascii_uppercase().into());
+        out.push_str(&word[1..]);
     }
     Some(out)
-}
-
-/// `failureThreshold` → `failure_threshold`, for the message about a camelCase keyword.
-fn snake_case(key: &str) -> String {
-    key.chars()
-        .flat_map(|c| match c.is_ascii_uppercase() {
-            true => vec!['_', c.to_ascii_lowercase()],
-            false => vec![c],
-        })
-        .collect()
 }
 
 /// A constructor's configuration: an optional positional dict in the contract's JSON shape
@@ -315,19 +308,22 @@ pub fn config_from_arguments(
         Some(base) => match to_json(base, "config", config)? {
             Value::Object(map) => map,
             _ => {
-                let got = type_name(base);
-                return Err(config.wrong_type(
-                    "config",
-                    "a dict with the contract's camelCase keys",
-                    &got,
-                ));
+                let expected = "a dict with the contract's camelCase keys";
+                return Err(config.wrong_type("config", expected, &type_name(base)));
             }
         },
     };
     for (k, v) in keywords.into_iter().flat_map(|k| k.iter()) {
         let keyword = key_str(&k, &"keyword", config)?;
         let Some(key) = camel_case(&keyword) else {
-            let hint = snake_case(&keyword);
+            // `failureThreshold` → `failure_threshold`, for the message.
+            let hint: String = keyword
+                .chars()
+                .flat_map(|c| match c.is_ascii_uppercase() {
+                    true => vec!['_', c.to_ascii_lowercase()],
+                    false => vec![c],
+                })
+                .collect();
             return Err(
                 config.error(if hint != keyword && camel_case(&hint).is_some() {
                     format!("unknown keyword argument '{keyword}' (did you mean '{hint}'?)")
@@ -339,6 +335,23 @@ pub fn config_from_arguments(
         map.insert(key, to_json(&v, &keyword, config)?);
     }
     Ok(Value::Object(map))
+}
+
+/// The body of every constructor `X(config=None, /, *, clock=None, **options)`: the clock
+/// keyword, the configuration ([`config_from_arguments`]), and the core object made by `make`
+/// with the GIL released (it may read a state file or connect to a store).
+pub fn construct<T: Send>(
+    py: Python<'_>,
+    config: Option<&Bound<'_, PyAny>>,
+    clock: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
+    make: impl Send + FnOnce(&Value, SharedClock) -> Result<T, Error>,
+) -> PyResult<T> {
+    boundary(py, || {
+        let clock = clock::from_keyword(clock).or_raise(py)?;
+        let config = config_from_arguments(config, options).or_raise(py)?;
+        detached_result(py, move || make(&config, clock))
+    })
 }
 
 /// A core result as Python objects: `serde_json::to_value`, then [`json_to_py`].

@@ -7,59 +7,70 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use agentbreaker::Error;
 use agentbreaker::interop::{catch, panic_error};
-use pyo3::PyTypeInfo;
-use pyo3::exceptions::{PyException, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-/// The module the exception classes say they belong to (where users import them from).
-const EXCEPTIONS_MODULE: &str = "agentbreaker.exceptions";
-
-/// One class per code of `agentbreaker::ERROR_CODES`, with its docstring.
-const CLASSES: [(&str, &str, &str); 8] = [
+/// One class per code of `agentbreaker::ERROR_CODES`: code, name, the builtins it also derives
+/// from (so `except ValueError` works where Python users expect it to), docstring.
+const CLASSES: [(&str, &str, &str, &str); 8] = [
     (
         "INVALID_CONFIG",
         "InvalidConfigError",
+        "ValueError TypeError",
         "A configuration value has the wrong type, is out of range, or is an unknown keyword.",
     ),
     (
         "INVALID_ARGUMENT",
         "InvalidArgumentError",
+        "ValueError TypeError",
         "An argument has the wrong type or value, or the operation is not allowed now.",
     ),
     (
         "INVALID_EVENT",
         "InvalidEventError",
+        "ValueError",
         "An event (BudgetBreaker.ingest, Monitor.observe) is malformed.",
     ),
     (
         "INVALID_SNAPSHOT",
         "InvalidSnapshotError",
+        "ValueError",
         "A snapshot or state file is malformed, of another kind, or of an unknown version.",
     ),
     (
         "IO",
         "PersistenceError",
+        "OSError",
         "Reading or writing a state file failed (code IO).",
     ),
     (
         "INTERNAL",
         "InternalError",
+        "RuntimeError",
         "A bug in agentbreaker: a panic caught at the language boundary.",
     ),
     (
         "CIRCUIT_OPEN",
         "CircuitOpenError",
+        "",
         "A guarded call was refused because the circuit is open; the message says why.",
     ),
     (
         "HALTED",
         "AgentHalted",
+        "",
         "A Monitor halted the task: raise it with the halt verdict to stop the agent's code; \
          `verdict` holds the verdict dict, str(error) its message.",
     ),
 ];
+
+/// The base class.
+const BASE: (&str, &str, &str) = (
+    "",
+    "AgentBreakerError",
+    "Base class of every agentbreaker error; `code` names the kind (a subclass per code).",
+);
 
 /// What `AgentHalted` adds to a plain class: it is built from the halt verdict (or, when a core
 /// error carries only the message, from that) and keeps it; it pickles with it.
@@ -83,93 +94,67 @@ def __reduce__(self):
     return (type(self), (self._verdict,))
 ";
 
-struct Classes {
-    base: Py<PyType>,
-    by_code: Vec<(&'static str, Py<PyType>)>,
-}
+/// `AgentBreakerError`, then the class of each code in the order of [`CLASSES`].
+static EXCEPTIONS: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
 
-static EXCEPTIONS: PyOnceLock<Classes> = PyOnceLock::new();
-
-/// The Python builtins a class also derives from, so `except ValueError` and `except TypeError`
-/// work where Python users expect them to.
-fn builtin_bases<'py>(py: Python<'py>, code: &str) -> Vec<Bound<'py, PyType>> {
-    match code {
-        "INVALID_CONFIG" | "INVALID_ARGUMENT" => {
-            vec![PyValueError::type_object(py), PyTypeError::type_object(py)]
-        }
-        "INVALID_EVENT" | "INVALID_SNAPSHOT" => vec![PyValueError::type_object(py)],
-        "IO" => vec![PyOSError::type_object(py)],
-        "INTERNAL" => vec![PyRuntimeError::type_object(py)],
-        _ => Vec::new(),
-    }
-}
-
+/// A class in `agentbreaker.exceptions` (where users import them from).
 fn new_class<'py>(
-    py: Python<'py>,
     (code, name, doc): (&str, &str, &str),
-    bases: Vec<Bound<'py, PyType>>,
+    bases: Vec<Bound<'py, PyAny>>,
     namespace: Bound<'py, PyDict>,
 ) -> PyResult<Py<PyType>> {
-    namespace.set_item("__module__", EXCEPTIONS_MODULE)?;
+    let py = namespace.py();
+    namespace.set_item("__module__", "agentbreaker.exceptions")?;
     namespace.set_item("__doc__", doc)?;
     namespace.set_item("code", code)?;
-    let bases = PyTuple::new(py, bases)?;
-    let class = py.get_type::<PyType>().call1((name, bases, namespace))?;
+    let class = py
+        .get_type::<PyType>()
+        .call1((name, PyTuple::new(py, bases)?, namespace))?;
     Ok(class.cast_into::<PyType>()?.unbind())
 }
 
-fn create(py: Python<'_>) -> PyResult<Classes> {
-    let base = new_class(
-        py,
-        (
-            "",
-            "AgentBreakerError",
-            "Base class of every agentbreaker error; `code` names the kind (a subclass per code).",
-        ),
-        vec![PyException::type_object(py)],
-        PyDict::new(py),
-    )?;
-    let mut by_code = Vec::with_capacity(CLASSES.len());
-    for class in CLASSES {
-        let mut bases = vec![base.bind(py).clone()];
-        bases.extend(builtin_bases(py, class.0));
-        let namespace = PyDict::new(py);
-        if class.0 == "HALTED" {
-            let globals = PyDict::new(py);
-            globals.set_item("AgentBreakerError", base.bind(py))?;
-            py.run(AGENT_HALTED_BODY, Some(&globals), Some(&namespace))?;
+fn classes(py: Python<'_>) -> PyResult<&[Py<PyType>]> {
+    let classes = EXCEPTIONS.get_or_try_init(py, || {
+        let builtins = py.import("builtins")?;
+        let exception = builtins.getattr("Exception")?;
+        let base = new_class(BASE, vec![exception], PyDict::new(py))?;
+        let mut classes = vec![base.clone_ref(py)];
+        for (code, name, builtin_bases, doc) in CLASSES {
+            let mut bases = vec![base.bind(py).clone().into_any()];
+            for builtin in builtin_bases.split_whitespace() {
+                bases.push(builtins.getattr(builtin)?);
+            }
+            let namespace = PyDict::new(py);
+            if code == "HALTED" {
+                let globals = PyDict::new(py);
+                globals.set_item("AgentBreakerError", base.bind(py))?;
+                py.run(AGENT_HALTED_BODY, Some(&globals), Some(&namespace))?;
+            }
+            classes.push(new_class((code, name, doc), bases, namespace)?);
         }
-        by_code.push((class.0, new_class(py, class, bases, namespace)?));
-    }
-    Ok(Classes { base, by_code })
-}
-
-fn classes(py: Python<'_>) -> PyResult<&Classes> {
-    EXCEPTIONS.get_or_try_init(py, || create(py))
+        Ok::<_, PyErr>(classes)
+    })?;
+    Ok(classes)
 }
 
 /// Adds the exception classes to the native module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = module.py();
-    let classes = classes(py)?;
-    module.add("AgentBreakerError", classes.base.bind(py))?;
-    for ((_, name, _), (_, class)) in CLASSES.iter().zip(&classes.by_code) {
-        module.add(*name, class.bind(py))?;
+    let classes = classes(module.py())?;
+    let names = std::iter::once("AgentBreakerError").chain(CLASSES.iter().map(|c| c.1));
+    for (name, class) in names.zip(classes) {
+        module.add(name, class)?;
     }
     Ok(())
 }
 
 /// The Python exception for a core error: the subclass of its code, with the message (without
 /// the `CODE: ` prefix; the class and its `code` attribute carry the code).
-pub fn to_py(py: Python<'_>, error: &Error) -> PyErr {
+pub fn exception(py: Python<'_>, error: &Error) -> PyErr {
     match classes(py) {
         Ok(classes) => {
-            let class = classes
-                .by_code
-                .iter()
-                .find(|(code, _)| *code == error.code())
-                .map_or(&classes.base, |(_, class)| class);
-            PyErr::from_type(class.bind(py).clone(), error.message().to_string())
+            let index = CLASSES.iter().position(|c| c.0 == error.code());
+            let class = classes[index.map_or(0, |i| i + 1)].bind(py).clone();
+            PyErr::from_type(class, error.message().to_string())
         }
         Err(e) => e,
     }
@@ -183,14 +168,14 @@ pub trait IntoPyResult<T> {
 
 impl<T> IntoPyResult<T> for Result<T, Error> {
     fn or_raise(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| to_py(py, &e))
+        self.map_err(|e| exception(py, &e))
     }
 }
 
 /// The language boundary of a method that holds the GIL: a panic becomes `InternalError`.
 pub fn boundary<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     catch_unwind(AssertUnwindSafe(f))
-        .unwrap_or_else(|payload| Err(to_py(py, &panic_error(&*payload))))
+        .unwrap_or_else(|payload| Err(exception(py, &panic_error(&*payload))))
 }
 
 /// Runs a short core call (no I/O, no waiting, a few hundred nanoseconds) with the GIL held,
@@ -198,7 +183,7 @@ pub fn boundary<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyResult<
 /// call itself. Safe because the core never waits for Python while it holds a lock of its own:
 /// listeners run after its locks are released (on this thread the GIL is then already held).
 pub fn attached<T>(py: Python<'_>, f: impl FnOnce() -> T) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| to_py(py, &panic_error(&*payload)))
+    boundary(py, || Ok(f()))
 }
 
 /// Runs core code with the GIL released (a breaker may wait for its lock, and listeners re-acquire
@@ -212,5 +197,5 @@ pub fn detached_result<T: Send>(
     py: Python<'_>,
     f: impl Send + FnOnce() -> Result<T, Error>,
 ) -> PyResult<T> {
-    detached(py, f)?.or_raise(py)
+    py.detach(|| catch(f)).or_raise(py)
 }

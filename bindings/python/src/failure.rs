@@ -1,20 +1,20 @@
-//! `FailureBreaker` (SPEC 2), and the guarded call: `call`, `with breaker:` (`__enter__` /
-//! `__exit__`) and `GuardedFunction`, the callable the `@breaker` decorator returns. A guarded
-//! call crosses into the native module once: the core's `try_acquire`, the Python callable, then
-//! the core's `record_success` or `record_failure`. The decorator itself and the async forms are
-//! in the Python package, on a subclass, built on these.
+//! `FailureBreaker` (contract section 2), and the guarded call: `call`, `with breaker:`
+//! (`__enter__` / `__exit__`) and `GuardedFunction`, the callable the `@breaker` decorator
+//! returns. A guarded call crosses into the native module once: the core's `try_acquire`, the
+//! Python callable, then the core's `record_success` or `record_failure`. The decorator itself and
+//! the async forms are in the Python package, on a subclass, built on these.
 //!
 //! The hot path (permission in CLOSED, a success) holds the GIL: those core calls take well under
 //! a microsecond, never wait for Python and do no I/O, so releasing the GIL would cost more than
-//! it saves. A breaker with `state_path` may write its file on a transition, so its calls release
-//! the GIL, as does recording a failure (the error text is fingerprinted). A breaker with `store`
-//! answers the hot path from its view of the shared state under the GIL
-//! (`try_acquire_without_waiting`, `record_success_without_waiting`: they never wait) and
-//! releases the GIL for every call that may wait for the store (a round trip of up to
-//! `store_timeout_ms`), as for construction, `get_status`, `snapshot`, `reset` and `restore`.
+//! it saves (`make bench-python`'s goal: a guarded no-op call at least 10x cheaper than
+//! pybreaker's). A breaker with `state_path` may write its file on a transition, so its calls
+//! release the GIL, as does recording a failure (the error text is fingerprinted). A breaker with
+//! `store` answers the hot path from its view of the shared state under the GIL (the core's
+//! `*_without_waiting`: they never wait) and releases the GIL for every call that may wait for
+//! the store (a round trip of up to `store_timeout_ms`).
 
 use agentbreaker::interop::ArgKind;
-use agentbreaker::{Error, FailureConfig, Permission};
+use agentbreaker::Permission;
 use pyo3::PyTraverseError;
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::gc::PyVisit;
@@ -22,12 +22,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-use crate::clock;
-use crate::convert::{
-    arg_path, arg_str, config_from_arguments, detached_py, required_json, to_py, type_name,
-};
+use crate::convert::{arg_path, arg_str, callable, detached_py, required_json, to_py, type_name};
 use crate::errors::{IntoPyResult, attached, boundary, detached, detached_result};
-use crate::listeners::{PyListeners, pymethods_with_listeners};
+use crate::listeners::PyListeners;
 
 /// Consecutive failures open the circuit; after a cooldown a probe decides whether it closes.
 #[pyclass(frozen, subclass, module = "agentbreaker")]
@@ -58,15 +55,6 @@ fn error_text(exception: &Bound<'_, PyAny>) -> String {
     }
 }
 
-/// `InvalidArgumentError` (not a recorded failure) when `func` cannot be called.
-fn callable(func: &Bound<'_, PyAny>, what: &str) -> Result<(), Error> {
-    if func.is_callable() {
-        Ok(())
-    } else {
-        Err(ArgKind::Argument.wrong_type(what, "callable", &type_name(func)))
-    }
-}
-
 impl FailureBreaker {
     /// The breaker may write its state file on a transition: every call releases the GIL.
     fn writes_a_file(&self) -> bool {
@@ -77,40 +65,37 @@ impl FailureBreaker {
     /// permission. Under the GIL when the core can answer without waiting (always without a
     /// store), else without it.
     fn acquire(&self, py: Python<'_>) -> PyResult<Permission> {
-        let inner = &self.inner;
         if !self.writes_a_file()
-            && let Some(answer) = attached(py, || inner.try_acquire_without_waiting())?
+            && let Some(answer) = attached(py, || self.inner.try_acquire_without_waiting())?
         {
             return answer.or_raise(py);
         }
-        detached(py, || inner.try_acquire())?.or_raise(py)
+        detached(py, || self.inner.try_acquire())?.or_raise(py)
     }
 
     /// Records a success: under the GIL when no round trip to a store is needed.
     fn success(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = &self.inner;
-        if !self.writes_a_file() && attached(py, || inner.record_success_without_waiting())? {
+        if !self.writes_a_file() && attached(py, || self.inner.record_success_without_waiting())? {
             return Ok(());
         }
-        detached(py, || inner.record_success())
+        detached(py, || self.inner.record_success())
     }
 
     /// Records the outcome of a guarded call: a success when `exception` is None, a failure (with
     /// its text) when it is an `Exception`, nothing for other `BaseException`s (a cancelled task,
     /// `KeyboardInterrupt`, `SystemExit` say nothing about the service).
     fn record_outcome(&self, py: Python<'_>, exception: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let inner = &self.inner;
         match exception {
             None => self.success(py),
             Some(e) if e.is_instance_of::<PyException>() => {
                 let text = error_text(e);
-                detached(py, || inner.record_failure(&text))
+                detached(py, || self.inner.record_failure(&text))
             }
             Some(_) => Ok(()),
         }
     }
 
-    /// `func(*args, **kwargs)` through the breaker (SPEC 2, "Guarded calls").
+    /// `func(*args, **kwargs)` through the breaker (contract section 2, "Guarded calls").
     fn guarded_call<'py>(
         &self,
         py: Python<'py>,
@@ -120,10 +105,7 @@ impl FailureBreaker {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.acquire(py)?;
         match func.call(args, kwargs) {
-            Ok(result) => {
-                self.record_outcome(py, None)?;
-                Ok(result)
-            }
+            Ok(result) => self.success(py).map(|()| result),
             Err(error) => {
                 let exception = error.value(py).clone().into_any();
                 if let Err(internal) = self.record_outcome(py, Some(&exception)) {
@@ -137,31 +119,7 @@ impl FailureBreaker {
     }
 }
 
-pymethods_with_listeners!(FailureBreaker {
-    #[new]
-    #[pyo3(signature = (config = None, /, *, clock = None, **options))]
-    fn new(
-        py: Python<'_>,
-        config: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        boundary(py, || {
-            let clock = clock::from_keyword(clock).or_raise(py)?;
-            let config = config_from_arguments(config, options)
-                .and_then(|c| FailureConfig::from_json(&c))
-                .or_raise(py)?;
-            // With `state_path` this reads the file: without the GIL.
-            let inner = detached_result(py, move || {
-                agentbreaker::FailureBreaker::with_clock(config, clock)
-            })?;
-            Ok(FailureBreaker {
-                inner,
-                listeners: PyListeners::default(),
-            })
-        })
-    }
-
+event_source_class!(FailureBreaker {
     /// Records a success: the count returns to 0; in HALF_OPEN the circuit closes.
     fn record_success(&self, py: Python<'_>) -> PyResult<()> {
         self.success(py)
@@ -172,23 +130,21 @@ pymethods_with_listeners!(FailureBreaker {
     fn record_failure(&self, py: Python<'_>, error: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
             let error = arg_str(error, "error").or_raise(py)?;
-            let inner = &self.inner;
-            detached(py, || inner.record_failure(&error))
+            detached(py, || self.inner.record_failure(&error))
         })
     }
 
     /// `(allowed, message)`; after the cooldown this call is the half-open probe.
     fn should_allow_operation<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let inner = &self.inner;
         let permission = if self.writes_a_file() {
-            detached(py, || inner.should_allow_operation())?
-        } else if inner.config().store.is_none() {
-            attached(py, || inner.should_allow_operation())?
+            detached(py, || self.inner.should_allow_operation())?
+        } else if self.inner.config().store.is_none() {
+            attached(py, || self.inner.should_allow_operation())?
         } else {
             // With a store: the view's CLOSED answer under the GIL, anything else without it.
-            match attached(py, || inner.try_acquire_without_waiting())? {
+            match attached(py, || self.inner.try_acquire_without_waiting())? {
                 Some(Ok(permission)) => permission,
-                _ => detached(py, || inner.should_allow_operation())?,
+                _ => detached(py, || self.inner.should_allow_operation())?,
             }
         };
         match permission {
@@ -250,28 +206,24 @@ pymethods_with_listeners!(FailureBreaker {
         self.record_outcome(py, (!exc.is_none()).then_some(exc))
     }
 
-    /// The status dict of SPEC 2.
+    /// The status dict (contract section 2).
     fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.status())
+        detached_py(py, || self.inner.status())
     }
 
     /// Lifetime counters.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.metrics())
+        detached_py(py, || self.inner.metrics())
     }
 
     /// Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = &self.inner;
-        detached(py, || inner.reset())
+        detached(py, || self.inner.reset())
     }
 
     /// The persistent form of the state (a dict; `restore` takes it back).
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.snapshot())
+        detached_py(py, || self.inner.snapshot())
     }
 
     /// Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED).
@@ -279,8 +231,7 @@ pymethods_with_listeners!(FailureBreaker {
     fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
             let snapshot = required_json(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
-            let inner = &self.inner;
-            detached_result(py, || inner.restore_json(&snapshot))
+            detached_result(py, || self.inner.restore_json(&snapshot))
         })
     }
 
@@ -289,8 +240,7 @@ pymethods_with_listeners!(FailureBreaker {
     fn save(&self, py: Python<'_>, path: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
             let path = arg_path(path, "path").or_raise(py)?;
-            let inner = &self.inner;
-            detached_result(py, || inner.save(&path))
+            detached_result(py, || self.inner.save(&path))
         })
     }
 
@@ -299,19 +249,17 @@ pymethods_with_listeners!(FailureBreaker {
     fn load(&self, py: Python<'_>, path: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         boundary(py, || {
             let path = arg_path(path, "path").or_raise(py)?;
-            let inner = &self.inner;
-            detached_result(py, || inner.load(&path))
+            detached_result(py, || self.inner.load(&path))
         })
     }
 
     /// `"CLOSED"`, `"HALF_OPEN"` or `"OPEN"` (without the lazy OPEN → HALF_OPEN move).
     #[getter]
     fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
-        let inner = &self.inner;
-        Ok(detached(py, || inner.state())?.as_str())
+        Ok(detached(py, || self.inner.state())?.as_str())
     }
 
-    /// The configuration in effect, with the SPEC's camelCase keys.
+    /// The configuration in effect, with camelCase keys.
     #[getter]
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, self.inner.config())
@@ -325,15 +273,11 @@ pymethods_with_listeners!(FailureBreaker {
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let py = slf.py();
         let inner = &slf.get().inner;
-        let status = detached(py, || inner.status())?;
-        Ok(format!(
-            "{}(state='{}', consecutive_failures={})",
-            slf.get_type().name()?,
-            status.state.as_str(),
-            status.consecutive_failures
-        ))
+        let status = detached(slf.py(), || inner.status())?;
+        let (state, count) = (status.state.as_str(), status.consecutive_failures);
+        let name = slf.get_type().name()?;
+        Ok(format!("{name}(state='{state}', consecutive_failures={count})"))
     }
 });
 

@@ -1,10 +1,13 @@
-//! Module-level functions: `analyze` (SPEC 5), `fingerprint` (SPEC 6), `config_from_env` (SPEC 7).
+//! Module-level functions: `analyze` (contract section 5), `fingerprint` (section 6),
+//! `config_from_env` (section 7), `profile`, and the metrics vocabulary (docs/observability.md).
 
 use agentbreaker::interop::{self, ArgKind};
+use agentbreaker::metrics::{self, Options, Update};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::Value;
 
-use crate::convert::{arg_str, arg_str_opt, detached_py, to_json, to_py, type_name};
+use crate::convert::{arg_str, arg_str_opt, detached_py, json_to_py, to_json, to_py, type_name};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 
 /// Scores one agent response for completion: `{completionSignal: {detected, confidence,
@@ -42,9 +45,9 @@ pub fn fingerprint(
     })
 }
 
-/// A BudgetBreaker config from `AGENTBREAKER_*` (and the seed's `BB_CIRCUIT_BREAKER_*`)
-/// variables: `{config, warnings}`. Reads the process environment (`os.environ`) when `env` is
-/// None, else the mapping given. Invalid values fall back to the defaults, with a warning.
+/// A BudgetBreaker config from `AGENTBREAKER_*` (and `BB_CIRCUIT_BREAKER_*`) variables:
+/// `{config, warnings}`, from `os.environ` when `env` is None, else the mapping given. Invalid
+/// values fall back to the defaults, with a warning.
 #[pyfunction]
 #[pyo3(signature = (env = None))]
 pub fn config_from_env<'py>(
@@ -52,21 +55,28 @@ pub fn config_from_env<'py>(
     env: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     boundary(py, || {
-        let result = match env {
-            Some(env) if !env.is_none() => {
-                let env = env_to_json(env).or_raise(py)?;
-                detached_result(py, || agentbreaker::config_from_env_json(&env))?
-            }
-            _ => detached(py, agentbreaker::config_from_process_env)?,
+        let result = match env.filter(|e| !e.is_none()) {
+            // Keys must be `str`; values are handed on as they are, so the core reports a
+            // non-string value (`INVALID_ARGUMENT`).
+            Some(env) => match to_json(env, "env", ArgKind::Argument).or_raise(py)? {
+                env @ Value::Object(_) => {
+                    detached_result(py, || agentbreaker::config_from_env_json(&env))?
+                }
+                _ => {
+                    let expected = "a mapping of str to str (such as os.environ)";
+                    let error = ArgKind::Argument.wrong_type("env", expected, &type_name(env));
+                    return Err(error).or_raise(py);
+                }
+            },
+            None => detached(py, agentbreaker::config_from_process_env)?,
         };
         to_py(py, &result)
     })
 }
 
-/// The named configuration of the three breakers called `name` (`"seed"`: the SPEC's defaults;
-/// `"coding-agent"`: the step detectors on, tuned on real trajectories), or None:
-/// `{name, description, failure, stagnation, budget}`. Each config goes straight into its
-/// constructor: `FailureBreaker(profile("coding-agent")["failure"])`.
+/// The named configuration of the three breakers (`"seed"`: the defaults; `"coding-agent"`: the
+/// step detectors on, tuned on real trajectories), or None: `{name, description, failure,
+/// stagnation, budget}`; each config goes straight into its constructor.
 #[pyfunction]
 #[pyo3(signature = (name = None), text_signature = "(name)")]
 pub fn profile<'py>(
@@ -85,29 +95,16 @@ pub fn profile_names(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     to_py(py, &agentbreaker::PROFILE_NAMES)
 }
 
-/// The mapping of variables as a JSON object. Keys must be `str`; values are handed on as they
-/// are, so the core reports a non-string value (`INVALID_ARGUMENT`).
-fn env_to_json(env: &Bound<'_, PyAny>) -> Result<Value, agentbreaker::Error> {
-    match to_json(env, "env", ArgKind::Argument)? {
-        value @ Value::Object(_) => Ok(value),
-        _ => {
-            let expected = "a mapping of str to str (such as os.environ)";
-            Err(ArgKind::Argument.wrong_type("env", expected, &type_name(env)))
-        }
-    }
-}
-
 /// The metrics vocabulary (docs/observability.md): one dict per metric, `{name, prometheusName,
-/// instrument, unit, description, attributes, buckets?}`. `agentbreaker.integrations.otel` makes
-/// its instruments from it.
+/// instrument, unit, description, attributes, buckets?}`.
 #[pyfunction]
 pub fn metric_definitions(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    crate::convert::json_to_py(py, &agentbreaker::metrics::vocabulary_json())
+    json_to_py(py, &metrics::vocabulary_json())
 }
 
-/// The metric updates of a listener event (a dict as listeners receive it) of the breaker named
-/// `breaker` (`failure`, `stagnation`, `budget`, `loop`, `monitor`): a list of `(name, value,
-/// attributes)`. `task=True` adds the task attribute.
+/// The metric updates of a listener event (a dict) of the breaker named `breaker` (`failure`,
+/// `stagnation`, `budget`, `loop`, `monitor`): a list of `(name, value, attributes)`.
+/// `task=True` adds the task attribute.
 #[pyfunction]
 #[pyo3(signature = (event, breaker, *, task = false))]
 pub fn metric_updates<'py>(
@@ -115,24 +112,18 @@ pub fn metric_updates<'py>(
     event: &Bound<'py, PyAny>,
     breaker: &str,
     task: bool,
-) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+) -> PyResult<Bound<'py, PyList>> {
     boundary(py, || {
         let event = to_json(event, "event", ArgKind::Event).or_raise(py)?;
-        let updates = agentbreaker::metrics::json_event_updates(
-            &event,
-            breaker,
-            agentbreaker::metrics::Options { task },
-        );
-        updates_to_py(py, &updates)
+        updates_to_py(
+            py,
+            &metrics::json_event_updates(&event, breaker, Options { task }),
+        )
     })
 }
 
 /// Updates as a list of `(name, value, attributes)` tuples.
-pub fn updates_to_py<'py>(
-    py: Python<'py>,
-    updates: &[agentbreaker::metrics::Update],
-) -> PyResult<Bound<'py, pyo3::types::PyList>> {
-    use pyo3::types::{PyDict, PyList, PyString};
+pub fn updates_to_py<'py>(py: Python<'py>, updates: &[Update]) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for u in updates {
         let attributes = PyDict::new(py);

@@ -2,17 +2,20 @@
 //! event answered with a verdict dict. Every call that may wait for a store (construction,
 //! `observe`, `tick`) releases the GIL.
 
+use std::sync::Arc;
+
 use agentbreaker::interop::ArgKind;
-use agentbreaker::{MonitorConfig, Rule, Verdict, VerdictAction};
+use agentbreaker::metrics::{Options, Recorder, Update};
+use agentbreaker::{Rule, Verdict, VerdictAction};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::clock;
-use crate::convert::{config_from_arguments, detached_py, json_or_null, json_to_py, to_py};
+use crate::convert::{callable, detached_py, json_or_null, json_to_py, to_py};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
-use crate::listeners::{PyListeners, pymethods_with_listeners};
+use crate::functions::updates_to_py;
+use crate::listeners::PyListeners;
 
 /// Watches an agent: `Monitor(profile="coding-agent", tool_limits={"web_fetch": 20})`, then
 /// `observe(event)` for every event the agent emits; each answer is a verdict dict
@@ -42,10 +45,8 @@ fn verdict_to_py<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny
         ];
         let actions = actions.map(VerdictAction::as_str).into_iter();
         let slugs = Rule::ALL.map(Rule::slug).into_iter();
-        actions
-            .chain(slugs)
-            .map(|s| PyString::intern(py, s).unbind())
-            .collect()
+        let names = actions.chain(slugs);
+        names.map(|s| PyString::intern(py, s).unbind()).collect()
     });
     let name = |i: usize| names[i].bind(py).clone().into_any();
     // The keys in JSON object order (sorted), as every other result has them.
@@ -62,31 +63,7 @@ fn verdict_to_py<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny
     Ok(dict.into_any())
 }
 
-pymethods_with_listeners!(Monitor {
-    #[new]
-    #[pyo3(signature = (config = None, /, *, clock = None, **options))]
-    fn new(
-        py: Python<'_>,
-        config: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        boundary(py, || {
-            let clock = clock::from_keyword(clock).or_raise(py)?;
-            let config = config_from_arguments(config, options)
-                .and_then(|c| MonitorConfig::from_json(&c))
-                .or_raise(py)?;
-            // With `store` this connects (at most `store_timeout_ms`): without the GIL.
-            let inner = detached_result(py, move || {
-                agentbreaker::Monitor::with_clock(config, clock)
-            })?;
-            Ok(Monitor {
-                inner,
-                listeners: PyListeners::default(),
-            })
-        })
-    }
-
+event_source_class!(Monitor {
     /// Takes one event (a dict: `assistant`, `tool_use`, `tool_result`, `usage`, `error`,
     /// `progress`, `heartbeat`, `alive`); returns its verdict. A malformed event raises
     /// `InvalidEventError` and changes nothing.
@@ -98,31 +75,26 @@ pymethods_with_listeners!(Monitor {
     ) -> PyResult<Bound<'py, PyAny>> {
         boundary(py, || {
             let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
-            let inner = &self.inner;
-            let verdict = detached_result(py, || inner.observe(&event))?;
-            verdict_to_py(py, &verdict)
+            verdict_to_py(py, &detached_result(py, || self.inner.observe(&event))?)
         })
     }
 
     /// Checks the duration and idle limits of every open task now (call it about once a
     /// second); returns the warnings and halts as verdict dicts.
     fn tick<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let inner = &self.inner;
-        let verdicts = detached(py, || inner.tick())?;
+        let verdicts = detached(py, || self.inner.tick())?;
         let verdicts = verdicts.iter().map(|v| verdict_to_py(py, v));
         PyList::new(py, verdicts.collect::<PyResult<Vec<_>>>()?)
     }
 
     /// `{profile, tasks, stack, ignoredEvents}`: where every task and rule stands now.
     fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.status())
+        detached_py(py, || self.inner.status())
     }
 
     /// Everything needed to continue later, in another process too (`restore` takes it back).
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.snapshot())
+        detached_py(py, || self.inner.snapshot())
     }
 
     /// Replaces the state with a snapshot's; a bad one raises `InvalidSnapshotError` and
@@ -131,17 +103,14 @@ pymethods_with_listeners!(Monitor {
     fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
             let snapshot = json_or_null(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
-            let inner = &self.inner;
-            detached_result(py, || inner.restore(&snapshot))
+            detached_result(py, || self.inner.restore(&snapshot))
         })
     }
 
-    /// Sends the metric updates of every later event to `recorder(updates)` (None stops it):
-    /// `updates` is a list of `(name, value, attributes)` in the vocabulary of
-    /// docs/observability.md (tool calls, spend, warnings, halts, steps of each task that ends),
-    /// one call per event that changed a metric, a halt reported once. `task=True` adds the task
-    /// attribute. An exception the recorder raises is reported as unraisable and ignored. The
-    /// recorder must not refer back to the monitor (the monitor keeps it alive).
+    /// Sends the metric updates of every later event to `recorder(updates)` (None stops it), a
+    /// list of `(name, value, attributes)` (docs/observability.md); `task=True` adds the task
+    /// attribute. An exception it raises is reported as unraisable and ignored. The recorder
+    /// must not refer back to the monitor (the monitor keeps it alive).
     #[pyo3(signature = (recorder, /, *, task = false))]
     fn set_metrics_recorder(
         &self,
@@ -150,30 +119,24 @@ pymethods_with_listeners!(Monitor {
         task: bool,
     ) -> PyResult<()> {
         boundary(py, || {
-            let options = agentbreaker::metrics::Options { task };
             let recorder = match recorder.filter(|r| !r.is_none()) {
                 None => None,
-                Some(r) if !r.is_callable() => {
-                    let got = crate::convert::type_name(r);
-                    return Err(ArgKind::Argument.wrong_type("a recorder", "callable", &got))
-                        .or_raise(py);
-                }
                 Some(r) => {
-                    let callback = std::sync::Arc::new(r.clone().unbind());
-                    let core: agentbreaker::metrics::Recorder =
-                        std::sync::Arc::new(move |updates: &[agentbreaker::metrics::Update]| {
-                            let _ = Python::try_attach(|py| {
-                                let result = crate::functions::updates_to_py(py, updates)
-                                    .and_then(|list| callback.call1(py, (list,)));
-                                if let Err(e) = result {
-                                    e.write_unraisable(py, None);
-                                }
-                            });
+                    callable(r, "a recorder").or_raise(py)?;
+                    let callback = r.clone().unbind();
+                    let core: Recorder = Arc::new(move |updates: &[Update]| {
+                        let _ = Python::try_attach(|py| {
+                            let result = updates_to_py(py, updates)
+                                .and_then(|list| callback.call1(py, (list,)));
+                            if let Err(e) = result {
+                                e.write_unraisable(py, None);
+                            }
                         });
+                    });
                     Some(core)
                 }
             };
-            self.inner.set_metrics_recorder(recorder, options);
+            self.inner.set_metrics_recorder(recorder, Options { task });
             Ok(())
         })
     }
@@ -188,8 +151,7 @@ pymethods_with_listeners!(Monitor {
     /// Forgets every task and counter of this process (with `store`, the shared counters stay);
     /// the configuration stays.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = &self.inner;
-        detached(py, || inner.reset())
+        detached(py, || self.inner.reset())
     }
 
     /// The configuration in effect (the profile with the overrides), with camelCase keys.

@@ -1,16 +1,12 @@
-//! `StagnationBreaker` (SPEC 3).
+//! `StagnationBreaker` (contract section 3).
 
 use agentbreaker::interop::ArgKind;
-use agentbreaker::{AgentStep, IterationMetrics, StagnationConfig};
+use agentbreaker::{AgentStep, IterationMetrics};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 
-use crate::clock;
-use crate::convert::{
-    arg_bool, arg_str, config_from_arguments, detached_py, object_of, required_json, to_py,
-};
+use crate::convert::{arg_bool, arg_str, detached_py, object_of, required_json, to_py};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
-use crate::listeners::{PyListeners, pymethods_with_listeners};
+use crate::listeners::PyListeners;
 
 /// No progress, the same error again and again, or declining output: the loop is stuck.
 #[pyclass(frozen, subclass, module = "agentbreaker")]
@@ -20,28 +16,7 @@ pub struct StagnationBreaker {
     listeners: PyListeners,
 }
 
-pymethods_with_listeners!(StagnationBreaker {
-    #[new]
-    #[pyo3(signature = (config = None, /, *, clock = None, **options))]
-    fn new(
-        py: Python<'_>,
-        config: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        boundary(py, || {
-            let clock = clock::from_keyword(clock).or_raise(py)?;
-            let inner = config_from_arguments(config, options)
-                .and_then(|c| StagnationConfig::from_json(&c))
-                .and_then(|c| agentbreaker::StagnationBreaker::with_clock(c, clock))
-                .or_raise(py)?;
-            Ok(StagnationBreaker {
-                inner,
-                listeners: PyListeners::default(),
-            })
-        })
-    }
-
+event_source_class!(StagnationBreaker {
     /// One iteration: whole numbers >= 0 (left out = 0).
     #[pyo3(
         signature = (*, files_changed = None, tests_passing = None, output_length = None),
@@ -55,18 +30,15 @@ pymethods_with_listeners!(StagnationBreaker {
         output_length: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         boundary(py, || {
-            let metrics = object_of(
-                &[
-                    ("filesChanged", "files_changed", files_changed),
-                    ("testsPassing", "tests_passing", tests_passing),
-                    ("outputLength", "output_length", output_length),
-                ],
-                ArgKind::Argument,
-            )
-            .and_then(|m| IterationMetrics::from_json(&m))
-            .or_raise(py)?;
-            let inner = &self.inner;
-            detached(py, || inner.record_progress(metrics))
+            let fields = [
+                ("filesChanged", "files_changed", files_changed),
+                ("testsPassing", "tests_passing", tests_passing),
+                ("outputLength", "output_length", output_length),
+            ];
+            let metrics = object_of(&fields, ArgKind::Argument)
+                .and_then(|m| IterationMetrics::from_json(&m))
+                .or_raise(py)?;
+            detached(py, || self.inner.record_progress(metrics))
         })
     }
 
@@ -84,13 +56,12 @@ pymethods_with_listeners!(StagnationBreaker {
         boundary(py, || {
             let error = arg_str(error, "error").or_raise(py)?;
             let transient = arg_bool(transient, "transient", false).or_raise(py)?;
-            let inner = &self.inner;
-            detached(py, || inner.record_error(&error, transient))
+            detached(py, || self.inner.record_error(&error, transient))
         })
     }
 
     /// One agent step for the step detectors (repeats, cycles, fail streaks, the fail window):
-    /// what it did, what came back, and whether it failed. A no-op while the detectors are off.
+    /// what it did, what came back, whether it failed. A no-op while the detectors are off.
     #[pyo3(
         signature = (action = None, result = None, failed = None),
         text_signature = "($self, action, result='', failed=False)"
@@ -111,33 +82,28 @@ pymethods_with_listeners!(StagnationBreaker {
             let step = object_of(&fields, ArgKind::Argument)
                 .and_then(|s| AgentStep::from_json(&s))
                 .or_raise(py)?;
-            let inner = &self.inner;
-            detached(py, || inner.record_step(&step))
+            detached(py, || self.inner.record_step(&step))
         })
     }
 
     /// `{allowContinue, state, reason}`.
     fn check<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.check())
+        detached_py(py, || self.inner.check())
     }
 
     /// `{state, consecutiveNoProgress, errorCounts, outputTrend, lastProgress}`.
     fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.status())
+        detached_py(py, || self.inner.status())
     }
 
     /// Back to CLOSED, every counter cleared.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = &self.inner;
-        detached(py, || inner.reset())
+        detached(py, || self.inner.reset())
     }
 
     /// The persistent form of the state.
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.snapshot())
+        detached_py(py, || self.inner.snapshot())
     }
 
     /// Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED).
@@ -145,33 +111,27 @@ pymethods_with_listeners!(StagnationBreaker {
     fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         boundary(py, || {
             let snapshot = required_json(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
-            let inner = &self.inner;
-            detached_result(py, || inner.restore_json(&snapshot))
+            detached_result(py, || self.inner.restore_json(&snapshot))
         })
     }
 
     /// `"CLOSED"`, `"HALF_OPEN"` or `"OPEN"`.
     #[getter]
     fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
-        let inner = &self.inner;
-        Ok(detached(py, || inner.state())?.as_str())
+        Ok(detached(py, || self.inner.state())?.as_str())
     }
 
-    /// The configuration in effect, with the SPEC's camelCase keys.
+    /// The configuration in effect, with camelCase keys.
     #[getter]
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, self.inner.config())
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let py = slf.py();
         let inner = &slf.get().inner;
-        let status = detached(py, || inner.status())?;
-        Ok(format!(
-            "{}(state='{}', consecutive_no_progress={})",
-            slf.get_type().name()?,
-            status.state.as_str(),
-            status.consecutive_no_progress
-        ))
+        let status = detached(slf.py(), || inner.status())?;
+        let (state, count) = (status.state.as_str(), status.consecutive_no_progress);
+        let name = slf.get_type().name()?;
+        Ok(format!("{name}(state='{state}', consecutive_no_progress={count})"))
     }
 });

@@ -1,16 +1,13 @@
-//! Exit strategies and fix plans (SPEC 5).
+//! Exit strategies and fix plans (contract section 5).
 
 use agentbreaker::interop::{self, ArgKind, missing};
 use agentbreaker::{Analysis, StrategyConfig, analyze};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString, PyType};
 
-use crate::clock;
-use crate::convert::{
-    arg_str, arg_str_opt, config_from_arguments, detached_py, to_json, type_name,
-};
+use crate::convert::{arg_str, arg_str_opt, construct, detached_py, to_json, type_name};
 use crate::errors::{IntoPyResult, boundary, detached};
-use crate::listeners::{PyListeners, pymethods_with_listeners};
+use crate::listeners::PyListeners;
 
 /// Decides when a loop is done: `ExitStrategy(type="auto", threshold=70)`, `done_signals`,
 /// `fix_plan`, `circuit_breaker` or `composite` (with `mode` and `members`, a list of strategy
@@ -22,37 +19,25 @@ pub struct ExitStrategy {
     listeners: PyListeners,
 }
 
-impl ExitStrategy {
-    fn build(
-        py: Python<'_>,
-        config: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-        parse: fn(&serde_json::Value) -> agentbreaker::Result<StrategyConfig>,
-    ) -> PyResult<Self> {
-        let clock = clock::from_keyword(clock).or_raise(py)?;
-        let config = config_from_arguments(config, options)
-            .and_then(|c| parse(&c))
-            .or_raise(py)?;
-        Ok(ExitStrategy {
-            inner: agentbreaker::ExitStrategy::with_clock(config, clock),
-            listeners: PyListeners::default(),
-        })
+/// The analysis `should_exit` takes: of the response text (analyzed here), or an analysis dict.
+fn analysis(py: Python<'_>, response: Option<&Bound<'_, PyAny>>) -> PyResult<Analysis> {
+    match response {
+        Some(r) if r.is_instance_of::<PyString>() => {
+            let text = arg_str(Some(r), "response").or_raise(py)?;
+            detached(py, || analyze(&text))
+        }
+        Some(r) if r.cast::<PyMapping>().is_ok() => to_json(r, "response", ArgKind::Argument)
+            .and_then(|a| Analysis::from_json(&a))
+            .or_raise(py),
+        Some(r) => {
+            let expected = "a str or an analysis dict";
+            Err(ArgKind::Argument.wrong_type("response", expected, &type_name(r))).or_raise(py)
+        }
+        None => Err(missing("response")).or_raise(py),
     }
 }
 
-pymethods_with_listeners!(ExitStrategy {
-    #[new]
-    #[pyo3(signature = (config = None, /, *, clock = None, **options))]
-    fn new(
-        py: Python<'_>,
-        config: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        boundary(py, || Self::build(py, config, clock, options, StrategyConfig::from_json))
-    }
-
+event_source_class!(ExitStrategy {
     /// Sees one iteration, given as its analysis (the dict `analyze` returns) or as the response
     /// text (analyzed here), with the circuit state; decides: `{exit, reason}`.
     #[pyo3(
@@ -66,41 +51,22 @@ pymethods_with_listeners!(ExitStrategy {
         circuit_state: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         boundary(py, || {
-            let analysis = match response {
-                Some(r) if r.is_instance_of::<PyString>() => {
-                    let text = arg_str(Some(r), "response").or_raise(py)?;
-                    detached(py, || analyze(&text))?
-                }
-                Some(r) if r.cast::<PyMapping>().is_ok() => {
-                    to_json(r, "response", ArgKind::Argument)
-                        .and_then(|a| Analysis::from_json(&a))
-                        .or_raise(py)?
-                }
-                Some(r) => {
-                    let expected = "a str or an analysis dict";
-                    let got = type_name(r);
-                    return Err(ArgKind::Argument.wrong_type("response", expected, &got)).or_raise(py);
-                }
-                None => return Err(missing("response")).or_raise(py),
-            };
+            let analysis = analysis(py, response)?;
             let state = arg_str_opt(circuit_state, "circuit_state")
                 .and_then(|s| interop::state(s.as_deref()))
                 .or_raise(py)?;
-            let inner = &self.inner;
-            detached_py(py, || inner.should_exit(&analysis, state))
+            detached_py(py, || self.inner.should_exit(&analysis, state))
         })
     }
 
     /// For a `fix_plan` strategy, `{steps, currentStep}`; None for the others.
     fn plan_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        detached_py(py, || inner.plan_status())
+        detached_py(py, || self.inner.plan_status())
     }
 
     /// Forgets everything seen: back to the configured state.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = &self.inner;
-        detached(py, || inner.reset())
+        detached(py, || self.inner.reset())
     }
 });
 
@@ -120,16 +86,15 @@ impl FixPlan {
         clock: Option<&Bound<'_, PyAny>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        boundary(py, || {
-            let strategy = ExitStrategy::build(
-                py,
-                config,
-                clock,
-                options,
-                StrategyConfig::fix_plan_from_json,
-            )?;
-            Ok(PyClassInitializer::from(strategy).add_subclass(FixPlan))
-        })
+        let inner = construct(py, config, clock, options, |config, clock| {
+            let config = StrategyConfig::fix_plan_from_json(config)?;
+            Ok(agentbreaker::ExitStrategy::with_clock(config, clock))
+        })?;
+        let strategy = ExitStrategy {
+            inner,
+            listeners: PyListeners::default(),
+        };
+        Ok(PyClassInitializer::from(strategy).add_subclass(FixPlan))
     }
 
     /// A plan from a markdown checklist (`- [ ]` / `- [x]` items).
@@ -149,11 +114,11 @@ impl FixPlan {
             let kwargs = PyDict::new(py);
             let markdown = markdown.ok_or_else(|| missing("markdown")).or_raise(py)?;
             kwargs.set_item("markdown", markdown)?;
-            if let Some(m) = max_attempts {
-                kwargs.set_item("max_attempts", m)?;
+            if let Some(max_attempts) = max_attempts {
+                kwargs.set_item("max_attempts", max_attempts)?;
             }
-            if let Some(c) = clock {
-                kwargs.set_item("clock", c)?;
+            if let Some(clock) = clock {
+                kwargs.set_item("clock", clock)?;
             }
             cls.call((), Some(&kwargs))
         })
@@ -161,8 +126,7 @@ impl FixPlan {
 
     /// `{steps: [{description, completed, skipped, attempts, maxAttempts}], currentStep}`.
     fn get_status<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
         let inner = &slf.as_super().get().inner;
-        detached_py(py, || inner.plan_status())
+        detached_py(slf.py(), || inner.plan_status())
     }
 }

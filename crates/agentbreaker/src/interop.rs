@@ -8,7 +8,8 @@
 //! back with `serde_json::to_value` and one walk into host objects. Every entry point runs inside
 //! [`catch`] (or turns a caught payload into [`panic_error`]), so a panic is `INTERNAL`, never a
 //! crash. The parsers at the end ([`state`], [`error_match`]) give optional arguments the core's
-//! defaults.
+//! defaults. Each core object is made from its JSON config and a clock by [`FromConfig`], as
+//! every binding's constructor makes it, and the six event sources share [`EventSource`].
 
 use std::any::Any;
 use std::fmt;
@@ -17,9 +18,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
+use crate::StrategyConfig;
+use crate::clock::SharedClock;
 use crate::error::{Error, Result};
+use crate::events::{Listener, ListenerId};
 use crate::fingerprint::ErrorMatch;
 use crate::state::State;
+use crate::{BudgetBreaker, BudgetConfig, ExitStrategy, FailureBreaker, FailureConfig, Loop};
+use crate::{LoopConfig, Monitor, MonitorConfig, StagnationBreaker, StagnationConfig};
 
 /// How deep a host value may nest (a cyclic or hostile structure stops here instead of
 /// overflowing the stack). The same for every binding.
@@ -159,6 +165,56 @@ pub fn state(name: Option<&str>) -> Result<State> {
 /// core's default (`normalized`), an unknown name is `INVALID_ARGUMENT`.
 pub fn error_match(name: Option<&str>) -> Result<ErrorMatch> {
     name.map_or(Ok(ErrorMatch::default()), ErrorMatch::from_argument)
+}
+
+/// A core object with listeners (contract section 8): the six event sources, for bindings that
+/// handle them alike. Each method is the object's own method of the same name.
+pub trait EventSource {
+    /// Adds a listener.
+    fn add_listener(&self, listener: Listener) -> ListenerId;
+    /// Removes a listener; false when it was not registered.
+    fn remove_listener(&self, id: ListenerId) -> bool;
+    /// How many listener calls failed.
+    fn listener_errors(&self) -> u64;
+}
+
+/// A core object made from its JSON config (`null` = the defaults, validated by the config's
+/// `from_json`) and a clock: what every binding's constructor does.
+pub trait FromConfig: Sized {
+    /// The object of `config` on `clock`.
+    fn from_config(config: &Value, clock: SharedClock) -> Result<Self>;
+}
+
+/// `EventSource` and `FromConfig` for each type, made by the expression after it.
+macro_rules! core_objects {
+    ($($t:ty: |$config:ident, $clock:ident| $make:expr;)*) => {$(
+        impl EventSource for $t {
+            fn add_listener(&self, listener: Listener) -> ListenerId {
+                <$t>::add_listener(self, listener)
+            }
+            fn remove_listener(&self, id: ListenerId) -> bool {
+                <$t>::remove_listener(self, id)
+            }
+            fn listener_errors(&self) -> u64 {
+                <$t>::listener_errors(self)
+            }
+        }
+
+        impl FromConfig for $t {
+            fn from_config($config: &Value, $clock: SharedClock) -> Result<Self> {
+                $make
+            }
+        }
+    )*};
+}
+
+core_objects! {
+    FailureBreaker: |c, clock| Self::with_clock(FailureConfig::from_json(c)?, clock);
+    StagnationBreaker: |c, clock| Self::with_clock(StagnationConfig::from_json(c)?, clock);
+    BudgetBreaker: |c, clock| Self::with_clock(BudgetConfig::from_json(c)?, clock);
+    ExitStrategy: |c, clock| Ok(Self::with_clock(StrategyConfig::from_json(c)?, clock));
+    Loop: |c, clock| Self::with_clock(LoopConfig::from_json(c)?, clock);
+    Monitor: |c, clock| Self::with_clock(MonitorConfig::from_json(c)?, clock);
 }
 
 /// Deserializes a config object; any problem is `INVALID_CONFIG`. `null` means "all defaults",
@@ -392,6 +448,21 @@ mod tests {
                 .len()
                 < 1100
         );
+    }
+
+    #[test]
+    fn core_objects_come_from_configs_and_take_listeners() {
+        let clock = crate::SystemClock::shared();
+        let bad = json!({"noSuchKey": 1});
+        let e = FailureBreaker::from_config(&bad, clock.clone()).err();
+        assert_eq!(e.map(|e| e.code()), Some("INVALID_CONFIG"));
+        let e = ExitStrategy::from_config(&bad, clock.clone()).err();
+        assert_eq!(e.map(|e| e.code()), Some("INVALID_CONFIG"));
+        let monitor = Monitor::from_config(&Value::Null, clock).unwrap();
+        let source: &dyn EventSource = &monitor;
+        let id = source.add_listener(std::sync::Arc::new(|_| Ok(())));
+        assert!(source.remove_listener(id) && !source.remove_listener(id));
+        assert_eq!(source.listener_errors(), 0);
     }
 
     #[test]
