@@ -22,7 +22,7 @@ Peers:
 anything that matters (`make test-python` runs it, so this file cannot rot unnoticed).
 
 `--redis URL` (`make bench-python-redis`, a redis-server from tools/with_redis.sh) measures instead
-the breakers whose state lives in Redis (SPEC 12), on that server, in this one process:
+the breakers whose state lives in Redis (contract section 12), on that server, in this one process:
 - a guarded no-op call through `FailureBreaker(store=URL, key=...)` beside pybreaker's
   `CircuitBreaker(state_storage=CircuitRedisStorage(...))` with a redis-py client on the same
   server (issue 19: at least 5 times cheaper). In CLOSED ours answers from its view of the shared

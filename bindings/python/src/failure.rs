@@ -13,8 +13,8 @@
 //! `*_without_waiting`: they never wait) and releases the GIL for every call that may wait for
 //! the store (a round trip of up to `store_timeout_ms`).
 
-use agentbreaker::interop::ArgKind;
 use agentbreaker::Permission;
+use agentbreaker::interop::ArgKind;
 use pyo3::PyTraverseError;
 use pyo3::exceptions::{PyBaseException, PyException};
 use pyo3::gc::PyVisit;
