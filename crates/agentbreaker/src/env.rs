@@ -16,9 +16,17 @@ pub const PREFIX: &str = "AGENTBREAKER_";
 /// The prefix of the seed's variables, read as aliases.
 pub const SEED_PREFIX: &str = "BB_CIRCUIT_BREAKER_";
 
-/// Other variables of this project that start with the prefix but are not breaker settings (the
-/// conformance suite's directory): known, so never reported as unknown.
-const OTHER_KNOWN: [&str; 1] = ["CONFORMANCE_DIR"];
+/// Other variables of this project that start with the prefix but are not budget settings: the
+/// conformance suite's directory, and what the command-line tool reads itself (the Monitor's ladder
+/// and where and how `agentbreaker hook` keeps its sessions, docs/cli.md and docs/hooks.md). Known,
+/// so never reported as unknown: a user who sets them for the hook gets no warning on every call.
+const OTHER_KNOWN: [&str; 5] = [
+    "CONFORMANCE_DIR",
+    "WARN_BEFORE",
+    "BUDGET_WARN_PERCENT",
+    "STATE_DIR",
+    "HOOK_FSYNC",
+];
 
 /// How many characters of an offending value a warning repeats.
 const MAX_WARNING_VALUE_CHARS: usize = 100;
@@ -252,6 +260,25 @@ mod tests {
                 "AGENTBREAKER_JACCARD",
                 "AGENTBREAKER_TOOLCAP"
             ]
+        );
+    }
+
+    #[test]
+    fn the_projects_other_variables_are_not_unknown() {
+        let r = config_from_env([
+            ("AGENTBREAKER_STATE_DIR", "/tmp/sessions"),
+            ("AGENTBREAKER_HOOK_FSYNC", "1"),
+            ("AGENTBREAKER_WARN_BEFORE", "3"),
+            ("AGENTBREAKER_BUDGET_WARN_PERCENT", "80"),
+            ("AGENTBREAKER_CONFORMANCE_DIR", "tests/conformance"),
+            ("AGENTBREAKER_STATE_DIRS", "x"),
+            ("BB_CIRCUIT_BREAKER_STATE_DIR", "x"),
+        ]);
+        assert_eq!(r.config, BudgetConfig::default());
+        let names: Vec<&str> = r.warnings.iter().map(|w| w.variable.as_str()).collect();
+        assert_eq!(
+            names,
+            ["AGENTBREAKER_STATE_DIRS", "BB_CIRCUIT_BREAKER_STATE_DIR"]
         );
     }
 
