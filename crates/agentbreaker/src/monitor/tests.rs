@@ -609,6 +609,45 @@ fn transient_errors_do_not_fail_a_step() {
 }
 
 #[test]
+fn a_fail_streak_nudge_says_how_many_errors_it_saw() {
+    // The first warning of a run of failed steps, with the errors each step's result shows.
+    let first_warning = |errors: [&str; 4]| {
+        let (m, _) = monitor(json!({"stagnation": {"failStreakThreshold": 4}, "warnBefore": 1}));
+        for (i, error) in errors.iter().enumerate() {
+            let id = format!("t{i}");
+            let events = [
+                json!({"type": "tool_use", "id": id, "name": "Bash", "input": {"n": i}}),
+                json!({"type": "tool_result", "id": id, "ok": false, "text": error}),
+                json!({"type": "assistant", "text": "trying again"}),
+            ];
+            for event in events {
+                let verdict = obs(&m, event);
+                if verdict.action == VerdictAction::Warn {
+                    return verdict;
+                }
+            }
+        }
+        panic!("no warning after four failed steps");
+    };
+    let (a, b) = ("ENOENT: no such file", "EACCES: permission denied");
+    let same = first_warning([a, a, a, a]);
+    assert_eq!(slug(&same), Some("fail_streak"), "{same:?}");
+    let nudge = same.nudge.expect("a warning has a nudge");
+    assert!(
+        nudge.contains("with the same error: `ENOENT: no such file`"),
+        "{nudge}"
+    );
+    let two = first_warning([a, b, a, b]);
+    assert_eq!(slug(&two), Some("fail_streak"), "{two:?}");
+    let nudge = two.nudge.expect("a warning has a nudge");
+    assert!(!nudge.contains("the same error"), "{nudge}");
+    assert!(
+        nudge.contains("with only 2 different errors (the last: `"),
+        "{nudge}"
+    );
+}
+
+#[test]
 fn an_edit_applied_again_is_the_same_step_whatever_the_tool_printed() {
     // The same edit re-applied: the file grows by the same block each time, so the tool's
     // output (its line count) differs, but the content digest the edit produced is the same.

@@ -526,9 +526,24 @@ impl Finding {
                     times(*repeats)
                 )
             }
-            Finding::FailStreak { count, error, .. } => format!(
+            Finding::FailStreak {
+                count,
+                distinct,
+                error,
+                ..
+            } if *distinct <= 1 => format!(
                 "Your last {count} steps all failed, with the same error: {}. Stop retrying it: \
                  find its cause or try a different approach.",
+                code(error)
+            ),
+            Finding::FailStreak {
+                count,
+                distinct,
+                error,
+                ..
+            } => format!(
+                "Your last {count} steps all failed, with only {distinct} different errors (the \
+                 last: {}). Stop retrying: find their cause or try a different approach.",
                 code(error)
             ),
             Finding::FailWindow { failed, window, .. } => format!(
