@@ -283,22 +283,8 @@ fn sigkill_during_saves_never_leaves_a_torn_state_file() {
             "kill {kill}: the writer ended on its own ({status}) instead of being killed"
         );
 
-        let k = match load_state(&path) {
-            Ok(k) => k,
-            // Killed before its first save completed: the file is still the previous writer's
-            // (or, before any save at all, absent).
-            Err(e) if last.is_none() && !path.exists() => {
-                eprintln!("kill {kill}: no state yet ({e})");
-                continue;
-            }
-            Err(e) => panic!("kill {kill} after {wait_us} us: {e}"),
-        };
-        if let Some(prev) = last {
-            assert!(
-                k >= prev,
-                "kill {kill}: the file went back from state {prev} to state {k}"
-            );
-        }
+        // Judged on every kill, also one before the writer's first save completed (the temporary
+        // file of that save may be there).
         let strays = stray_files(dir.path(), &path);
         assert!(
             strays.len() <= 1,
@@ -317,6 +303,23 @@ fn sigkill_during_saves_never_leaves_a_torn_state_file() {
             std::fs::remove_file(stray).unwrap();
         }
         strays_seen += strays.len();
+
+        let k = match load_state(&path) {
+            Ok(k) => k,
+            // Killed before its first save completed: the file is still the previous writer's
+            // (or, before any save at all, absent).
+            Err(e) if last.is_none() && !path.exists() => {
+                eprintln!("kill {kill}: no state yet ({e})");
+                continue;
+            }
+            Err(e) => panic!("kill {kill} after {wait_us} us: {e}"),
+        };
+        if let Some(prev) = last {
+            assert!(
+                k >= prev,
+                "kill {kill}: the file went back from state {prev} to state {k}"
+            );
+        }
         last = Some(k);
     }
     let states = last.map_or(0, |k| k + 1);
