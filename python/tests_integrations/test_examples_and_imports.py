@@ -18,6 +18,7 @@ ADAPTERS = {
     "openai_agents": ("agents", "openai-agents"),
     "pydantic_ai": ("pydantic_ai", "pydantic-ai"),
     "claude_agent_sdk": ("claude_agent_sdk", "claude-agent-sdk"),
+    "otel": ("opentelemetry", "otel"),
 }
 
 
