@@ -1,7 +1,7 @@
 //! The boundary between C and Rust: the panic boundary, the thread-local last error, the
 //! conversions of raw pointers (handles, strings, JSON strings, out-parameters), and the bodies
-//! that the entry points share ([`with_handle`], [`write_out`], [`json_out`], [`json_in`],
-//! [`text_in`], [`restore`], [`construct`]), so that each export is a short call into them.
+//! that the entry points share ([`with_handle`], [`write_out`], [`json_out`], [`text_in`],
+//! [`restore`], [`construct`], [`Out::wrap`]), so that each export is a short call into them.
 //!
 //! Safety: each `unsafe fn` here has the contract of the exported functions that call it, the
 //! header's conventions: every pointer is NULL or valid (a handle live, a string NUL-terminated
@@ -170,6 +170,13 @@ impl<T> Out<T> {
     }
 }
 
+impl<H: Handle> Out<*mut H> {
+    /// Writes a new handle over `core` (released by [`free_handle`]).
+    pub(crate) fn wrap(self, core: H::Core) {
+        self.write(Box::into_raw(Box::new(H::wrap(core))));
+    }
+}
+
 /// What an operation returns when it writes no out-parameter: nothing, or a result whose value
 /// is dropped.
 pub(crate) trait Done {
@@ -223,22 +230,6 @@ pub(crate) unsafe fn json_out<H: Handle, T: Serialize>(
     unsafe { write_out(handle, out_json, "out_json", |h| json_string(&f(h))) }
 }
 
-/// The body of an entry point that hands a JSON argument (`name`, an error of `kind` when it is
-/// not JSON) to `f` on a handle.
-pub(crate) unsafe fn json_in<H: Handle, R: Done>(
-    handle: *const H,
-    json: *const c_char,
-    name: &'static str,
-    kind: ArgKind,
-    f: impl FnOnce(&H, &Value) -> R,
-) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (the caller's contract).
-        let (h, value) = unsafe { (self::handle(handle)?, self::json(json, name, kind)?) };
-        f(h, &value).done()
-    })
-}
-
 /// The body of an entry point that hands a UTF-8 string argument (`name`) to `f` on a handle.
 pub(crate) unsafe fn text_in<H: Handle, R: Done>(
     handle: *const H,
@@ -262,13 +253,10 @@ pub(crate) unsafe fn construct_with<H: Handle>(
     out_name: &'static str,
     make: impl FnOnce(&Value, SharedClock) -> agentbreaker_core::Result<H::Core>,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (the caller's contract).
-        let (config, clock, out) = unsafe {
-            let config = config(config_json)?;
-            (config, clock_arg(clock), Out::new(out, out_name)?)
-        };
-        out.write(into_handle(H::wrap(make(&config, clock)?)));
+    // SAFETY: NULL or valid pointers (the caller's contract).
+    boundary(|| unsafe {
+        let (config, clock) = (config(config_json)?, clock_arg(clock));
+        Out::new(out, out_name)?.wrap(make(&config, clock)?);
         Ok(())
     })
 }
@@ -291,8 +279,11 @@ pub(crate) unsafe fn restore<H: Handle, R: Done>(
     snapshot_json: *const c_char,
     f: impl FnOnce(&H, &Value) -> R,
 ) -> ab_status {
-    // SAFETY: the caller's contract is the one `json_in` needs.
-    unsafe { json_in(handle, snapshot_json, "snapshot_json", ArgKind::Snapshot, f) }
+    // SAFETY: NULL or valid pointers (the caller's contract).
+    boundary(|| unsafe {
+        let h = self::handle(handle)?;
+        f(h, &json(snapshot_json, "snapshot_json", ArgKind::Snapshot)?).done()
+    })
 }
 
 /// A value as a newly allocated JSON string for C (release with `ab_string_free`).
@@ -310,12 +301,7 @@ pub(crate) fn optional_json_string<T: Serialize>(value: Option<&T>) -> Result<*m
     value.map_or(Ok(ptr::null_mut()), json_string)
 }
 
-/// A new handle for C.
-pub(crate) fn into_handle<T>(value: T) -> *mut T {
-    Box::into_raw(Box::new(value))
-}
-
-/// Releases a handle made by [`into_handle`]; NULL is a no-op. A panic while dropping it is
+/// Releases a handle made by [`Out::wrap`]; NULL is a no-op. A panic while dropping it is
 /// swallowed, never unwound into C.
 pub(crate) unsafe fn free_handle<T>(ptr: *mut T) {
     if !ptr.is_null() {
