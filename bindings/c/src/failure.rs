@@ -119,9 +119,8 @@ pub unsafe extern "C" fn ab_failure_breaker_call(
                 error => Err(CStr::from_ptr(error).to_string_lossy().into_owned()),
             });
             match result {
-                Ok(()) => Ok(true),
-                Err(CallError::Failed(_)) => Ok(false),
                 Err(CallError::Rejected(refusal)) => Err(refusal.into()),
+                result => Ok(result.is_ok()),
             }
         })
     }
@@ -135,11 +134,7 @@ pub unsafe extern "C" fn ab_failure_breaker_state(
     out_state: *mut ab_state,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe {
-        ffi::write_out(breaker, out_state, "out_state", |b| {
-            Ok(b.core.state().into())
-        })
-    }
+    unsafe { ffi::write_out(breaker, out_state, "out_state", |b| Ok(b.core.state())) }
 }
 
 /// Writes the status as JSON to `*out_json`: `{"state", "consecutiveFailures", "threshold",

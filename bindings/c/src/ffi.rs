@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 use agentbreaker_core::interop::{self, ArgKind, FromConfig};
 use agentbreaker_core::{Error, SharedClock, SystemClock};
@@ -142,31 +142,22 @@ pub(crate) unsafe fn handle<'a, H: Handle>(ptr: *const H) -> Result<&'a H> {
 /// The clock a constructor was given: the manual clock's, or the system clock for NULL.
 pub(crate) unsafe fn clock_arg(ptr: *const ab_manual_clock) -> SharedClock {
     // SAFETY: the caller guarantees NULL or a live clock handle.
-    match unsafe { ptr.as_ref() } {
-        Some(clock) => clock.core.clone(),
-        None => SystemClock::shared(),
-    }
+    unsafe { ptr.as_ref() }.map_or_else(SystemClock::shared, |clock| clock.core.clone())
 }
 
 /// An out-parameter, checked for NULL before the operation runs and written only on success.
-pub(crate) struct Out<T> {
-    ptr: *mut T,
-}
+pub(crate) struct Out<T>(NonNull<T>);
 
 impl<T> Out<T> {
     /// Safety: `ptr` is NULL or valid for writing a `T` until [`Out::write`] is called.
     pub(crate) unsafe fn new(ptr: *mut T, name: &'static str) -> Result<Self> {
-        if ptr.is_null() {
-            Err(Failure::Null(name))
-        } else {
-            Ok(Out { ptr })
-        }
+        NonNull::new(ptr).map(Out).ok_or(Failure::Null(name))
     }
 
     pub(crate) fn write(self, value: T) {
         // SAFETY: non-NULL (checked in `new`) and valid for writes (`new`'s contract). `write`
         // does not drop the old value: C memory holds no Rust value to drop.
-        unsafe { self.ptr.write(value) }
+        unsafe { self.0.write(value) }
     }
 }
 
@@ -204,17 +195,18 @@ pub(crate) unsafe fn with_handle<H: Handle, R: Done>(
     boundary(|| f(unsafe { self::handle(handle) }?).done())
 }
 
-/// The body of an entry point that writes `f`'s result on a handle to the out-parameter `out`.
-pub(crate) unsafe fn write_out<H: Handle, T>(
+/// The body of an entry point that writes `f`'s result on a handle (converted: a core `State`
+/// into an `ab_state`) to the out-parameter `out`.
+pub(crate) unsafe fn write_out<H: Handle, T, R: Into<T>>(
     handle: *const H,
     out: *mut T,
     out_name: &'static str,
-    f: impl FnOnce(&H) -> Result<T>,
+    f: impl FnOnce(&H) -> Result<R>,
 ) -> ab_status {
     boundary(|| {
         // SAFETY: NULL or valid pointers (the caller's contract).
         let (h, out) = unsafe { (self::handle(handle)?, Out::new(out, out_name)?) };
-        out.write(f(h)?);
+        out.write(f(h)?.into());
         Ok(())
     })
 }

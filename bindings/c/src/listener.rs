@@ -106,14 +106,12 @@ pub(crate) unsafe fn add<C: EventSource, H: Handle + Deref<Target = Source<C>>>(
     // SAFETY: NULL or valid pointers (the caller's contract).
     unsafe {
         ffi::write_out(handle, out_id, "out_id", |h| {
-            let callback = listener.ok_or(Failure::Null("listener"))?;
             let listener = CListener {
-                callback,
+                callback: listener.ok_or(Failure::Null("listener"))?,
                 user_data,
             };
-            let id = h
-                .core
-                .add_listener(Arc::new(move |event| listener.deliver(event)));
+            let deliver = move |event: &Event| listener.deliver(event);
+            let id = h.core.add_listener(Arc::new(deliver));
             let number = h.last.fetch_add(1, Ordering::Relaxed) + 1;
             h.ids().push((number, id));
             Ok(number)

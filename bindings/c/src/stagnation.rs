@@ -105,11 +105,7 @@ pub unsafe extern "C" fn ab_stagnation_breaker_state(
     out_state: *mut ab_state,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe {
-        ffi::write_out(breaker, out_state, "out_state", |b| {
-            Ok(b.core.state().into())
-        })
-    }
+    unsafe { ffi::write_out(breaker, out_state, "out_state", |b| Ok(b.core.state())) }
 }
 
 /// Writes the status as JSON to `*out_json`: `{"state", "consecutiveNoProgress", "errorCounts",
