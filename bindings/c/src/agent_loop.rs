@@ -1,23 +1,14 @@
 //! `ab_loop`: the loop coordinator (contract section 5).
 
-use std::ffi::{c_char, c_void};
-
-use agentbreaker_core::interop::ArgKind;
 use agentbreaker_core::{Loop, Observation};
 
-use crate::clock::ab_manual_clock;
-use crate::ffi::{self, Out, boundary};
-use crate::listener::{self, ListenerTable, ab_listener_fn};
-use crate::status::ab_status;
+use crate::prelude::*;
 
 /// A Loop: analyzes each response, applies an exit strategy, watches for stagnation and budget
 /// halts, and says continue or exit. Safe to share between threads. Create with `ab_loop_new`,
 /// release with `ab_loop_free`.
 #[derive(Debug)]
-pub struct ab_loop {
-    core: Loop,
-    listeners: ListenerTable,
-}
+pub struct ab_loop(Source<Loop>);
 
 listener::handle!(ab_loop(Loop), "agent_loop");
 
@@ -56,13 +47,11 @@ pub unsafe extern "C" fn ab_loop_observe(
     observation_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (l, observation, out) = unsafe {
-            let l = ffi::handle(agent_loop)?;
-            let observation = ffi::json(observation_json, "observation_json", ArgKind::Argument)?;
-            (l, observation, Out::new(out_json, "out_json")?)
-        };
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let l = ffi::handle(agent_loop)?;
+        let observation = ffi::json(observation_json, "observation_json", ArgKind::Argument)?;
+        let out = Out::new(out_json, "out_json")?;
         let decision = l.core.observe(&Observation::from_json(&observation)?)?;
         out.write(ffi::json_string(&decision)?);
         Ok(())

@@ -1,25 +1,17 @@
 //! `ab_budget_breaker`: per-task halt conditions over an event stream (contract section 4), and
 //! its configuration from the environment (contract section 7).
 
-use std::ffi::{c_char, c_void};
-
-use agentbreaker_core::interop::ArgKind;
 use agentbreaker_core::{BudgetBreaker, EnvConfig};
 use agentbreaker_core::{config_from_env_json, config_from_process_env};
 
-use crate::clock::ab_manual_clock;
-use crate::ffi::{self, Handle, Out, Result, boundary};
-use crate::listener::{self, ListenerTable, ab_listener_fn};
-use crate::status::ab_status;
+use crate::ffi::Result;
+use crate::prelude::*;
 
 /// A BudgetBreaker: per-task tool-call, spend, duration, idle and output-loop limits over an
 /// agent's event stream. Safe to share between threads. Create with `ab_budget_breaker_new` (or
 /// `ab_budget_breaker_new_from_env`), release with `ab_budget_breaker_free`.
 #[derive(Debug)]
-pub struct ab_budget_breaker {
-    core: BudgetBreaker,
-    listeners: ListenerTable,
-}
+pub struct ab_budget_breaker(Source<BudgetBreaker>);
 
 listener::handle!(ab_budget_breaker(BudgetBreaker), "breaker");
 
@@ -63,21 +55,14 @@ pub unsafe extern "C" fn ab_budget_breaker_new_from_env(
     out_breaker: *mut *mut ab_budget_breaker,
     out_warnings_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (env, clock, out, out_warnings) = unsafe {
-            let env = read_env(env_json)?;
-            let out = Out::new(out_breaker, "out_breaker")?;
-            (
-                env,
-                ffi::clock_arg(clock),
-                out,
-                Out::new(out_warnings_json, "out_warnings_json")?,
-            )
-        };
-        let breaker = BudgetBreaker::with_clock(env.config, clock)?;
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let env = read_env(env_json)?;
+        let out = Out::new(out_breaker, "out_breaker")?;
+        let out_warnings = Out::new(out_warnings_json, "out_warnings_json")?;
+        let breaker = BudgetBreaker::with_clock(env.config, ffi::clock_arg(clock))?;
         let warnings = ffi::json_string(&env.warnings)?;
-        out.write(ffi::into_handle(ab_budget_breaker::wrap(breaker)));
+        out.wrap(breaker);
         out_warnings.write(warnings);
         Ok(())
     })
@@ -104,13 +89,11 @@ pub unsafe extern "C" fn ab_budget_breaker_ingest(
     event_json: *const c_char,
     out_halt_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, event, out) = unsafe {
-            let b = ffi::handle(breaker)?;
-            let event = ffi::json(event_json, "event_json", ArgKind::Event)?;
-            (b, event, Out::new(out_halt_json, "out_halt_json")?)
-        };
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let b = ffi::handle(breaker)?;
+        let event = ffi::json(event_json, "event_json", ArgKind::Event)?;
+        let out = Out::new(out_halt_json, "out_halt_json")?;
         out.write(ffi::optional_json_string(b.core.ingest(&event)?.as_ref())?);
         Ok(())
     })
@@ -182,9 +165,9 @@ pub unsafe extern "C" fn ab_config_from_env(
     env_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (env, out) = unsafe { (read_env(env_json)?, Out::new(out_json, "out_json")?) };
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let (env, out) = (read_env(env_json)?, Out::new(out_json, "out_json")?);
         out.write(ffi::json_string(&env)?);
         Ok(())
     })

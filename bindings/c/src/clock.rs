@@ -31,12 +31,9 @@ pub unsafe extern "C" fn ab_manual_clock_new(
     start_ms: u64,
     out_clock: *mut *mut ab_manual_clock,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or writable (this function's contract).
-        let out = unsafe { Out::new(out_clock, "out_clock") }?;
-        out.write(ffi::into_handle(ab_manual_clock::wrap(
-            ManualClock::shared(start_ms),
-        )));
+    // SAFETY: NULL or writable (this function's contract).
+    boundary(|| unsafe {
+        Out::new(out_clock, "out_clock")?.wrap(ManualClock::shared(start_ms));
         Ok(())
     })
 }

@@ -1,22 +1,16 @@
 //! `ab_failure_breaker`: consecutive failures with cooldown (contract section 2).
 
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::CStr;
 
 use agentbreaker_core::{CallError, FailureBreaker};
 
-use crate::clock::ab_manual_clock;
-use crate::ffi::{self, Out, boundary};
-use crate::listener::{self, ListenerTable, ab_listener_fn};
-use crate::status::{ab_state, ab_status};
+use crate::prelude::*;
 
 /// A FailureBreaker: consecutive failures open the circuit; after a cooldown a probe decides
 /// whether it closes again. Safe to share between threads. Create with `ab_failure_breaker_new`,
 /// release with `ab_failure_breaker_free`.
 #[derive(Debug)]
-pub struct ab_failure_breaker {
-    core: FailureBreaker,
-    listeners: ListenerTable,
-}
+pub struct ab_failure_breaker(Source<FailureBreaker>);
 
 listener::handle!(ab_failure_breaker(FailureBreaker), "breaker");
 
@@ -125,9 +119,8 @@ pub unsafe extern "C" fn ab_failure_breaker_call(
                 error => Err(CStr::from_ptr(error).to_string_lossy().into_owned()),
             });
             match result {
-                Ok(()) => Ok(true),
-                Err(CallError::Failed(_)) => Ok(false),
                 Err(CallError::Rejected(refusal)) => Err(refusal.into()),
+                result => Ok(result.is_ok()),
             }
         })
     }
@@ -141,11 +134,7 @@ pub unsafe extern "C" fn ab_failure_breaker_state(
     out_state: *mut ab_state,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe {
-        ffi::write_out(breaker, out_state, "out_state", |b| {
-            Ok(b.core.state().into())
-        })
-    }
+    unsafe { ffi::write_out(breaker, out_state, "out_state", |b| Ok(b.core.state())) }
 }
 
 /// Writes the status as JSON to `*out_json`: `{"state", "consecutiveFailures", "threshold",
@@ -233,16 +222,10 @@ pub unsafe extern "C" fn ab_failure_breaker_load(
     path: *const c_char,
     out_loaded: *mut bool,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (b, path, out) = unsafe {
-            let b = ffi::handle(breaker)?;
-            (
-                b,
-                ffi::text(path, "path")?,
-                Out::new(out_loaded, "out_loaded")?,
-            )
-        };
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let (b, path) = (ffi::handle(breaker)?, ffi::text(path, "path")?);
+        let out = Out::new(out_loaded, "out_loaded")?;
         out.write(b.core.load(path)?);
         Ok(())
     })

@@ -1,7 +1,7 @@
 //! The boundary between C and Rust: the panic boundary, the thread-local last error, the
 //! conversions of raw pointers (handles, strings, JSON strings, out-parameters), and the bodies
-//! that the entry points share ([`with_handle`], [`write_out`], [`json_out`], [`json_in`],
-//! [`text_in`], [`restore`], [`construct`]), so that each export is a short call into them.
+//! that the entry points share ([`with_handle`], [`write_out`], [`json_out`], [`text_in`],
+//! [`restore`], [`construct`], [`Out::wrap`]), so that each export is a short call into them.
 //!
 //! Safety: each `unsafe fn` here has the contract of the exported functions that call it, the
 //! header's conventions: every pointer is NULL or valid (a handle live, a string NUL-terminated
@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 use agentbreaker_core::interop::{self, ArgKind, FromConfig};
 use agentbreaker_core::{Error, SharedClock, SystemClock};
@@ -142,31 +142,29 @@ pub(crate) unsafe fn handle<'a, H: Handle>(ptr: *const H) -> Result<&'a H> {
 /// The clock a constructor was given: the manual clock's, or the system clock for NULL.
 pub(crate) unsafe fn clock_arg(ptr: *const ab_manual_clock) -> SharedClock {
     // SAFETY: the caller guarantees NULL or a live clock handle.
-    match unsafe { ptr.as_ref() } {
-        Some(clock) => clock.core.clone(),
-        None => SystemClock::shared(),
-    }
+    unsafe { ptr.as_ref() }.map_or_else(SystemClock::shared, |clock| clock.core.clone())
 }
 
 /// An out-parameter, checked for NULL before the operation runs and written only on success.
-pub(crate) struct Out<T> {
-    ptr: *mut T,
-}
+pub(crate) struct Out<T>(NonNull<T>);
 
 impl<T> Out<T> {
     /// Safety: `ptr` is NULL or valid for writing a `T` until [`Out::write`] is called.
     pub(crate) unsafe fn new(ptr: *mut T, name: &'static str) -> Result<Self> {
-        if ptr.is_null() {
-            Err(Failure::Null(name))
-        } else {
-            Ok(Out { ptr })
-        }
+        NonNull::new(ptr).map(Out).ok_or(Failure::Null(name))
     }
 
     pub(crate) fn write(self, value: T) {
         // SAFETY: non-NULL (checked in `new`) and valid for writes (`new`'s contract). `write`
         // does not drop the old value: C memory holds no Rust value to drop.
-        unsafe { self.ptr.write(value) }
+        unsafe { self.0.write(value) }
+    }
+}
+
+impl<H: Handle> Out<*mut H> {
+    /// Writes a new handle over `core` (released by [`free_handle`]).
+    pub(crate) fn wrap(self, core: H::Core) {
+        self.write(Box::into_raw(Box::new(H::wrap(core))));
     }
 }
 
@@ -197,17 +195,18 @@ pub(crate) unsafe fn with_handle<H: Handle, R: Done>(
     boundary(|| f(unsafe { self::handle(handle) }?).done())
 }
 
-/// The body of an entry point that writes `f`'s result on a handle to the out-parameter `out`.
-pub(crate) unsafe fn write_out<H: Handle, T>(
+/// The body of an entry point that writes `f`'s result on a handle (converted: a core `State`
+/// into an `ab_state`) to the out-parameter `out`.
+pub(crate) unsafe fn write_out<H: Handle, T, R: Into<T>>(
     handle: *const H,
     out: *mut T,
     out_name: &'static str,
-    f: impl FnOnce(&H) -> Result<T>,
+    f: impl FnOnce(&H) -> Result<R>,
 ) -> ab_status {
     boundary(|| {
         // SAFETY: NULL or valid pointers (the caller's contract).
         let (h, out) = unsafe { (self::handle(handle)?, Out::new(out, out_name)?) };
-        out.write(f(h)?);
+        out.write(f(h)?.into());
         Ok(())
     })
 }
@@ -221,22 +220,6 @@ pub(crate) unsafe fn json_out<H: Handle, T: Serialize>(
 ) -> ab_status {
     // SAFETY: the caller's contract is the one `write_out` needs.
     unsafe { write_out(handle, out_json, "out_json", |h| json_string(&f(h))) }
-}
-
-/// The body of an entry point that hands a JSON argument (`name`, an error of `kind` when it is
-/// not JSON) to `f` on a handle.
-pub(crate) unsafe fn json_in<H: Handle, R: Done>(
-    handle: *const H,
-    json: *const c_char,
-    name: &'static str,
-    kind: ArgKind,
-    f: impl FnOnce(&H, &Value) -> R,
-) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (the caller's contract).
-        let (h, value) = unsafe { (self::handle(handle)?, self::json(json, name, kind)?) };
-        f(h, &value).done()
-    })
 }
 
 /// The body of an entry point that hands a UTF-8 string argument (`name`) to `f` on a handle.
@@ -262,13 +245,10 @@ pub(crate) unsafe fn construct_with<H: Handle>(
     out_name: &'static str,
     make: impl FnOnce(&Value, SharedClock) -> agentbreaker_core::Result<H::Core>,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (the caller's contract).
-        let (config, clock, out) = unsafe {
-            let config = config(config_json)?;
-            (config, clock_arg(clock), Out::new(out, out_name)?)
-        };
-        out.write(into_handle(H::wrap(make(&config, clock)?)));
+    // SAFETY: NULL or valid pointers (the caller's contract).
+    boundary(|| unsafe {
+        let (config, clock) = (config(config_json)?, clock_arg(clock));
+        Out::new(out, out_name)?.wrap(make(&config, clock)?);
         Ok(())
     })
 }
@@ -291,8 +271,11 @@ pub(crate) unsafe fn restore<H: Handle, R: Done>(
     snapshot_json: *const c_char,
     f: impl FnOnce(&H, &Value) -> R,
 ) -> ab_status {
-    // SAFETY: the caller's contract is the one `json_in` needs.
-    unsafe { json_in(handle, snapshot_json, "snapshot_json", ArgKind::Snapshot, f) }
+    // SAFETY: NULL or valid pointers (the caller's contract).
+    boundary(|| unsafe {
+        let h = self::handle(handle)?;
+        f(h, &json(snapshot_json, "snapshot_json", ArgKind::Snapshot)?).done()
+    })
 }
 
 /// A value as a newly allocated JSON string for C (release with `ab_string_free`).
@@ -310,12 +293,7 @@ pub(crate) fn optional_json_string<T: Serialize>(value: Option<&T>) -> Result<*m
     value.map_or(Ok(ptr::null_mut()), json_string)
 }
 
-/// A new handle for C.
-pub(crate) fn into_handle<T>(value: T) -> *mut T {
-    Box::into_raw(Box::new(value))
-}
-
-/// Releases a handle made by [`into_handle`]; NULL is a no-op. A panic while dropping it is
+/// Releases a handle made by [`Out::wrap`]; NULL is a no-op. A panic while dropping it is
 /// swallowed, never unwound into C.
 pub(crate) unsafe fn free_handle<T>(ptr: *mut T) {
     if !ptr.is_null() {

@@ -24,6 +24,18 @@
 
 // The modules in the order the header lists them (cbindgen keeps source order); each group is
 // separated by a blank line so that rustfmt keeps that order.
+/// What the modules of exports share.
+mod prelude {
+    pub(crate) use std::ffi::{c_char, c_void};
+
+    pub(crate) use agentbreaker_core::interop::{self, ArgKind};
+
+    pub(crate) use crate::clock::ab_manual_clock;
+    pub(crate) use crate::ffi::{self, Out, boundary};
+    pub(crate) use crate::listener::{self, Source, ab_listener_fn};
+    pub(crate) use crate::status::{ab_state, ab_status};
+}
+
 mod ffi;
 pub mod status;
 

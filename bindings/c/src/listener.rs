@@ -2,8 +2,9 @@
 //! [`handle!`] macro that makes a handle type over a core event source.
 
 use std::ffi::{CString, c_char, c_void};
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agentbreaker_core::interop::EventSource;
 use agentbreaker_core::{Event, ListenerId, ListenerResult};
@@ -48,40 +49,42 @@ impl CListener {
     }
 }
 
-/// The C ids of one handle's listeners (the core's `ListenerId` is opaque). Ids start at 1, so 0
-/// never names a listener.
-#[derive(Debug, Default)]
-pub(crate) struct ListenerTable {
+/// What a handle over a core event source holds: the core object and the C ids of its listeners
+/// (the core's `ListenerId` is opaque). Ids start at 1, so 0 never names a listener. Public only
+/// because the handles deref to it; nothing of it is in the C API.
+#[derive(Debug)]
+pub struct Source<C> {
+    pub(crate) core: C,
     last: AtomicU64,
     ids: Mutex<Vec<(u64, ListenerId)>>,
 }
 
-/// A handle over a core event source: its core object and its listeners' C ids.
-pub(crate) trait Source: Handle<Core: EventSource> {
-    fn core(&self) -> &Self::Core;
-    fn table(&self) -> &ListenerTable;
+impl<C> Source<C> {
+    pub(crate) fn new(core: C) -> Self {
+        let (last, ids) = Default::default();
+        Source { core, last, ids }
+    }
+
+    fn ids(&self) -> MutexGuard<'_, Vec<(u64, ListenerId)>> {
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
-/// Makes `$handle` (a struct with the fields `core: $core` and `listeners: ListenerTable`) a
-/// [`Handle`] whose parameter is called `$name`, and a [`Source`].
+/// Makes `$handle` (a tuple struct over a `Source<$core>`) a [`Handle`] whose parameter is called
+/// `$name`, which derefs to its [`Source`].
 macro_rules! handle {
     ($handle:ident($core:ty), $name:literal) => {
         impl $crate::ffi::Handle for $handle {
             const NAME: &'static str = $name;
             type Core = $core;
             fn wrap(core: $core) -> Self {
-                $handle {
-                    core,
-                    listeners: Default::default(),
-                }
+                $handle($crate::listener::Source::new(core))
             }
         }
-        impl $crate::listener::Source for $handle {
-            fn core(&self) -> &$core {
-                &self.core
-            }
-            fn table(&self) -> &$crate::listener::ListenerTable {
-                &self.listeners
+        impl std::ops::Deref for $handle {
+            type Target = $crate::listener::Source<$core>;
+            fn deref(&self) -> &Self::Target {
+                &self.0
             }
         }
     };
@@ -94,7 +97,7 @@ pub(crate) use handle;
 ///
 /// `handle` is NULL or a live handle; `listener` is NULL or a function as `ab_listener_fn`
 /// describes; `out_id` is NULL or writable.
-pub(crate) unsafe fn add<H: Source>(
+pub(crate) unsafe fn add<C: EventSource, H: Handle + Deref<Target = Source<C>>>(
     handle: *const H,
     listener: ab_listener_fn,
     user_data: *mut c_void,
@@ -103,17 +106,14 @@ pub(crate) unsafe fn add<H: Source>(
     // SAFETY: NULL or valid pointers (the caller's contract).
     unsafe {
         ffi::write_out(handle, out_id, "out_id", |h| {
-            let callback = listener.ok_or(Failure::Null("listener"))?;
             let listener = CListener {
-                callback,
+                callback: listener.ok_or(Failure::Null("listener"))?,
                 user_data,
             };
-            let id = h
-                .core()
-                .add_listener(Arc::new(move |event| listener.deliver(event)));
-            let number = h.table().last.fetch_add(1, Ordering::Relaxed) + 1;
-            let mut ids = h.table().ids.lock().unwrap_or_else(|p| p.into_inner());
-            ids.push((number, id));
+            let deliver = move |event: &Event| listener.deliver(event);
+            let id = h.core.add_listener(Arc::new(deliver));
+            let number = h.last.fetch_add(1, Ordering::Relaxed) + 1;
+            h.ids().push((number, id));
             Ok(number)
         })
     }
@@ -124,7 +124,7 @@ pub(crate) unsafe fn add<H: Source>(
 /// # Safety
 ///
 /// `handle` is NULL or a live handle; `out_removed` is NULL or writable.
-pub(crate) unsafe fn remove<H: Source>(
+pub(crate) unsafe fn remove<C: EventSource, H: Handle + Deref<Target = Source<C>>>(
     handle: *const H,
     id: u64,
     out_removed: *mut bool,
@@ -132,13 +132,13 @@ pub(crate) unsafe fn remove<H: Source>(
     // SAFETY: NULL or valid pointers (the caller's contract).
     unsafe {
         ffi::write_out(handle, out_removed, "out_removed", |h| {
-            let mut ids = h.table().ids.lock().unwrap_or_else(|p| p.into_inner());
+            let mut ids = h.ids();
             let Some(i) = ids.iter().position(|(n, _)| *n == id) else {
                 return Ok(false);
             };
             let core_id = ids.remove(i).1;
             drop(ids);
-            Ok(h.core().remove_listener(core_id))
+            Ok(h.core.remove_listener(core_id))
         })
     }
 }

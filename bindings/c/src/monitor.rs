@@ -1,25 +1,16 @@
 //! `ab_monitor`: one agent watched event by event (contract section 11, docs/monitor.md). JSON in,
 //! JSON out: every event answered with a verdict.
 
-use std::ffi::{c_char, c_void};
-
 use agentbreaker_core::Monitor;
-use agentbreaker_core::interop::ArgKind;
 
-use crate::clock::ab_manual_clock;
-use crate::ffi::{self, Out, boundary};
-use crate::listener::{self, ListenerTable, ab_listener_fn};
-use crate::status::ab_status;
+use crate::prelude::*;
 
 /// A Monitor: takes the events an agent emits (model calls, tool calls and results, usage,
 /// errors, progress, heartbeats) and answers each with a verdict: continue, warn (with a nudge for
 /// the model) or halt. Safe to share between threads. Create with `ab_monitor_new`, release with
 /// `ab_monitor_free`.
 #[derive(Debug)]
-pub struct ab_monitor {
-    core: Monitor,
-    listeners: ListenerTable,
-}
+pub struct ab_monitor(Source<Monitor>);
 
 listener::handle!(ab_monitor(Monitor), "monitor");
 
@@ -62,13 +53,11 @@ pub unsafe extern "C" fn ab_monitor_observe(
     event_json: *const c_char,
     out_verdict_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (m, event, out) = unsafe {
-            let m = ffi::handle(monitor)?;
-            let event = ffi::json(event_json, "event_json", ArgKind::Event)?;
-            (m, event, Out::new(out_verdict_json, "out_verdict_json")?)
-        };
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let m = ffi::handle(monitor)?;
+        let event = ffi::json(event_json, "event_json", ArgKind::Event)?;
+        let out = Out::new(out_verdict_json, "out_verdict_json")?;
         out.write(ffi::json_string(&m.core.observe(&event)?)?);
         Ok(())
     })

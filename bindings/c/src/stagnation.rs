@@ -1,24 +1,15 @@
 //! `ab_stagnation_breaker`: no progress, repeated errors, declining output (contract section 3).
 
-use std::ffi::{c_char, c_void};
-
-use agentbreaker_core::interop::ArgKind;
 use agentbreaker_core::{AgentStep, IterationMetrics, StagnationBreaker};
 
-use crate::clock::ab_manual_clock;
-use crate::ffi;
-use crate::listener::{self, ListenerTable, ab_listener_fn};
-use crate::status::{ab_state, ab_status};
+use crate::prelude::*;
 
 /// A StagnationBreaker: watches a loop's iterations for no progress, the same error repeated and
 /// declining output, and (when configured) an agent's steps for repeated actions, cycles and fail
 /// streaks. Safe to share between threads. Create with `ab_stagnation_breaker_new`, release with
 /// `ab_stagnation_breaker_free`.
 #[derive(Debug)]
-pub struct ab_stagnation_breaker {
-    core: StagnationBreaker,
-    listeners: ListenerTable,
-}
+pub struct ab_stagnation_breaker(Source<StagnationBreaker>);
 
 listener::handle!(ab_stagnation_breaker(StagnationBreaker), "breaker");
 
@@ -55,15 +46,12 @@ pub unsafe extern "C" fn ab_stagnation_breaker_record_progress(
     metrics_json: *const c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe {
-        ffi::json_in(
-            breaker,
-            metrics_json,
-            "metrics_json",
-            ArgKind::Argument,
-            |b, m| IterationMetrics::from_json(m).map(|m| b.core.record_progress(m)),
-        )
-    }
+    boundary(|| unsafe {
+        let b = ffi::handle(breaker)?;
+        let m = ffi::json(metrics_json, "metrics_json", ArgKind::Argument)?;
+        b.core.record_progress(IterationMetrics::from_json(&m)?);
+        Ok(())
+    })
 }
 
 /// Records an error (UTF-8 text). A `transient` error (rate limit, 5xx, timeout) never counts.
@@ -91,15 +79,12 @@ pub unsafe extern "C" fn ab_stagnation_breaker_record_step(
     step_json: *const c_char,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe {
-        ffi::json_in(
-            breaker,
-            step_json,
-            "step_json",
-            ArgKind::Argument,
-            |b, s| AgentStep::from_json(s).map(|s| b.core.record_step(&s)),
-        )
-    }
+    boundary(|| unsafe {
+        let b = ffi::handle(breaker)?;
+        let step = ffi::json(step_json, "step_json", ArgKind::Argument)?;
+        b.core.record_step(&AgentStep::from_json(&step)?);
+        Ok(())
+    })
 }
 
 /// Writes `{"allowContinue": bool, "state", "reason": string|null}` to `*out_json`;
@@ -120,11 +105,7 @@ pub unsafe extern "C" fn ab_stagnation_breaker_state(
     out_state: *mut ab_state,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe {
-        ffi::write_out(breaker, out_state, "out_state", |b| {
-            Ok(b.core.state().into())
-        })
-    }
+    unsafe { ffi::write_out(breaker, out_state, "out_state", |b| Ok(b.core.state())) }
 }
 
 /// Writes the status as JSON to `*out_json`: `{"state", "consecutiveNoProgress", "errorCounts",

@@ -1,6 +1,6 @@
 //! Status codes, states, the last-error message, strings and the library version.
 
-use std::ffi::c_char;
+use std::ffi::{CStr, c_char};
 
 use agentbreaker_core::{Error, State};
 
@@ -40,19 +40,29 @@ pub enum ab_status {
     AB_ERR_NULL_ARG = 100,
 }
 
+/// Every status with its stable code string (the core's error codes, `OK` and `NULL_ARG`).
+const CODES: [(ab_status, &CStr); 10] = [
+    (ab_status::AB_OK, c"OK"),
+    (ab_status::AB_ERR_INVALID_CONFIG, c"INVALID_CONFIG"),
+    (ab_status::AB_ERR_INVALID_ARGUMENT, c"INVALID_ARGUMENT"),
+    (ab_status::AB_ERR_INVALID_EVENT, c"INVALID_EVENT"),
+    (ab_status::AB_ERR_INVALID_SNAPSHOT, c"INVALID_SNAPSHOT"),
+    (ab_status::AB_ERR_IO, c"IO"),
+    (ab_status::AB_ERR_INTERNAL, c"INTERNAL"),
+    (ab_status::AB_ERR_CIRCUIT_OPEN, c"CIRCUIT_OPEN"),
+    (ab_status::AB_ERR_HALTED, c"HALTED"),
+    (ab_status::AB_ERR_NULL_ARG, c"NULL_ARG"),
+];
+
+/// The entry of `CODES` whose status is `number`.
+fn code_of(number: i32) -> Option<&'static (ab_status, &'static CStr)> {
+    CODES.iter().find(|(status, _)| *status as i32 == number)
+}
+
 impl ab_status {
-    /// The status of a core error, by its stable number.
+    /// The status of a core error, by its stable number (`AB_ERR_INTERNAL` for an unknown one).
     pub(crate) fn of(error: &Error) -> ab_status {
-        match error.number() {
-            1 => ab_status::AB_ERR_INVALID_CONFIG,
-            2 => ab_status::AB_ERR_INVALID_ARGUMENT,
-            3 => ab_status::AB_ERR_INVALID_EVENT,
-            4 => ab_status::AB_ERR_INVALID_SNAPSHOT,
-            5 => ab_status::AB_ERR_IO,
-            7 => ab_status::AB_ERR_CIRCUIT_OPEN,
-            8 => ab_status::AB_ERR_HALTED,
-            _ => ab_status::AB_ERR_INTERNAL,
-        }
+        code_of(error.number()).map_or(ab_status::AB_ERR_INTERNAL, |(status, _)| *status)
     }
 }
 
@@ -86,20 +96,8 @@ impl From<State> for ab_state {
 /// or `"UNKNOWN"` for any other number. The string is static: do not free it.
 #[unsafe(no_mangle)]
 pub extern "C" fn ab_status_code(status: i32) -> *const c_char {
-    let code: &'static [u8] = match status {
-        0 => b"OK\0",
-        1 => b"INVALID_CONFIG\0",
-        2 => b"INVALID_ARGUMENT\0",
-        3 => b"INVALID_EVENT\0",
-        4 => b"INVALID_SNAPSHOT\0",
-        5 => b"IO\0",
-        6 => b"INTERNAL\0",
-        7 => b"CIRCUIT_OPEN\0",
-        8 => b"HALTED\0",
-        100 => b"NULL_ARG\0",
-        _ => b"UNKNOWN\0",
-    };
-    code.as_ptr().cast()
+    let code = code_of(status).map_or(c"UNKNOWN", |(_, code)| code);
+    code.as_ptr()
 }
 
 /// The message of the last call on this thread that returned a status other than `AB_OK`, as
@@ -137,7 +135,6 @@ pub extern "C" fn ab_version() -> *const c_char {
 mod tests {
     use super::*;
     use agentbreaker_core::ERROR_CODES;
-    use std::ffi::CStr;
 
     fn code(status: i32) -> &'static str {
         // SAFETY: ab_status_code returns a static NUL-terminated string.

@@ -1,24 +1,18 @@
 //! The response analyzer and `ab_exit_strategy` (contract section 5).
 
-use std::ffi::{c_char, c_void};
-
-use agentbreaker_core::interop;
 use agentbreaker_core::{ExitStrategy, SharedClock, StrategyConfig, analyze};
 use serde_json::{Value, json};
 
-use crate::clock::ab_manual_clock;
-use crate::ffi::{self, Handle, Out, boundary};
-use crate::listener::{self, ListenerTable, ab_listener_fn};
-use crate::status::ab_status;
+use crate::prelude::*;
 
 /// Analyzes an agent's response text (UTF-8) and writes the analysis as JSON to `*out_json`:
 /// `{"completionSignal": {"detected", "confidence", "phrases"}, "confidence", "exitSignal",
 /// "testsPassing", "testsFailing"}`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ab_analyze(text: *const c_char, out_json: *mut *mut c_char) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (text, out) = unsafe { (ffi::text(text, "text")?, Out::new(out_json, "out_json")?) };
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let (text, out) = (ffi::text(text, "text")?, Out::new(out_json, "out_json")?);
         out.write(ffi::json_string(&analyze(text))?);
         Ok(())
     })
@@ -29,10 +23,7 @@ pub unsafe extern "C" fn ab_analyze(text: *const c_char, out_json: *mut *mut c_c
 /// `ab_exit_strategy_new_fix_plan` or `ab_exit_strategy_new_fix_plan_markdown`; release with
 /// `ab_exit_strategy_free`.
 #[derive(Debug)]
-pub struct ab_exit_strategy {
-    core: ExitStrategy,
-    listeners: ListenerTable,
-}
+pub struct ab_exit_strategy(Source<ExitStrategy>);
 
 listener::handle!(ab_exit_strategy(ExitStrategy), "strategy");
 
@@ -83,18 +74,11 @@ pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan_markdown(
     clock: *const ab_manual_clock,
     out_strategy: *mut *mut ab_exit_strategy,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (markdown, clock, out) = unsafe {
-            let markdown = ffi::text(markdown, "markdown")?;
-            (
-                markdown,
-                ffi::clock_arg(clock),
-                Out::new(out_strategy, "out_strategy")?,
-            )
-        };
-        let strategy = fix_plan(&json!({ "markdown": markdown }), clock)?;
-        out.write(ffi::into_handle(ab_exit_strategy::wrap(strategy)));
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let (markdown, clock) = (ffi::text(markdown, "markdown")?, ffi::clock_arg(clock));
+        let out = Out::new(out_strategy, "out_strategy")?;
+        out.wrap(fix_plan(&json!({ "markdown": markdown }), clock)?);
         Ok(())
     })
 }
@@ -120,16 +104,12 @@ pub unsafe extern "C" fn ab_exit_strategy_should_exit(
     circuit_state: *const c_char,
     out_json: *mut *mut c_char,
 ) -> ab_status {
-    boundary(|| {
-        // SAFETY: NULL or valid pointers (this function's contract).
-        let (s, text, state, out) = unsafe {
-            let (s, text) = (
-                ffi::handle(strategy)?,
-                ffi::text(response_text, "response_text")?,
-            );
-            let state = ffi::optional_text(circuit_state, "circuit_state")?;
-            (s, text, state, Out::new(out_json, "out_json")?)
-        };
+    // SAFETY: NULL or valid pointers (this function's contract).
+    boundary(|| unsafe {
+        let s = ffi::handle(strategy)?;
+        let text = ffi::text(response_text, "response_text")?;
+        let state = ffi::optional_text(circuit_state, "circuit_state")?;
+        let out = Out::new(out_json, "out_json")?;
         let decision = s.core.should_exit(&analyze(text), interop::state(state)?);
         out.write(ffi::json_string(&decision)?);
         Ok(())
