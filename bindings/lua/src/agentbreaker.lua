@@ -213,7 +213,7 @@ printable(sbMeta, "StagnationBreaker", function(sb)
   return ("%s, %d iterations without progress"):format(status.state, status.consecutiveNoProgress)
 end)
 StagnationBreaker.recordProgress = bind(3, StagnationBreaker.recordProgress)
-StagnationBreaker.check = bind(4, StagnationBreaker.check, raw.object_mt)
+StagnationBreaker.check = bind(4, StagnationBreaker.check)
 cells(StagnationBreaker, function() return sbMeta end)
 
 local BudgetBreaker, bbMeta = class("BudgetBreaker")
@@ -222,7 +222,7 @@ bbMeta.__metatable = false
 printable(bbMeta, "BudgetBreaker", function(bb)
   return #bb:snapshot().tasks .. " open tasks"
 end)
-BudgetBreaker.ingest = bind(5, BudgetBreaker.ingest, raw.take_halt)
+BudgetBreaker.ingest = bind(5, BudgetBreaker.ingest)
 cells(BudgetBreaker, function() return bbMeta end)
 
 ---------------------------------------------------------------------------------------------

@@ -6,15 +6,11 @@ use agentbreaker::interop::ArgKind;
 use agentbreaker::{Error, ManualClock, SharedClock, SystemClock};
 use mlua::{Lua, Table, Value};
 
-use crate::{Class, Handle, Methods, convert, none, ret};
+use crate::{Handle, Methods, convert, none, ret};
 
 /// A clock as Lua holds it: a ManualClock, or the system clock (`None`).
 #[derive(Debug)]
 pub(crate) struct LuaClock(Option<Arc<ManualClock>>);
-
-impl Class for LuaClock {
-    const NAME: &'static str = "Clock";
-}
 
 impl LuaClock {
     /// The clock as the core's objects take it.
@@ -35,7 +31,7 @@ impl LuaClock {
 }
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
-    let new = |lua: &Lua, clock| ret(lua, Handle::new(LuaClock(clock)).into_lua(lua)?);
+    let new = |lua: &Lua, clock| Handle::new(LuaClock(clock)).into_lua(lua);
     Methods::<LuaClock>::new(lua, raw, "Clock")?
         .function("_manual", move |lua, (start,): (Value,)| {
             let start = match start {

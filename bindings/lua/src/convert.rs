@@ -16,6 +16,9 @@
 //! Out: objects and lists are tables with the `__jsontype` marker metatables (so results
 //! round-trip and a JSON encoder keeps `[]` and `{}` apart), `null` in an object is an absent key
 //! and in a list `agentbreaker.null`.
+//!
+//! Errors (at the end): Lua sees a string beginning with the core's code (`"INVALID_EVENT:
+//! ..."`). None is chosen here: a bad value's code is its `ArgKind`'s, every other the core's.
 
 #![allow(unsafe_code)]
 
@@ -24,10 +27,8 @@ use std::os::raw::c_int;
 
 use agentbreaker::Error;
 use agentbreaker::interop::{ArgKind, MAX_DEPTH, whole_number};
-use mlua::{Lua, Table, Value, ffi};
+use mlua::{Lua, Value, ffi};
 use serde_json::{Map, Value as Json};
-
-use crate::errors::{lua_error, wrong_argument};
 
 /// Keys whose value is a list in the contract's shapes: an empty table there is `[]`.
 const LIST_KEYS: &str =
@@ -297,14 +298,13 @@ pub(crate) fn to_json_without(
     json
 }
 
-/// Creates the marker metatables (once per Lua state, at `require`); returns the object one (the
-/// C fast paths mark the result tables they make with it).
-pub(crate) fn init(lua: &Lua) -> mlua::Result<Table> {
+/// Creates the marker metatables (once per Lua state, at `require`).
+pub(crate) fn init(lua: &Lua) -> mlua::Result<()> {
     for (name, kind) in MARKERS {
         let name = name.to_str().unwrap_or_default();
         lua.set_named_registry_value(name, lua.create_table_from([("__jsontype", kind)])?)?;
     }
-    lua.named_registry_value(MARKERS[1].0.to_str().unwrap_or_default())
+    Ok(())
 }
 
 /// A JSON value as a Lua value, made on the Lua stack in one protected call (through mlua's
@@ -312,22 +312,32 @@ pub(crate) fn init(lua: &Lua) -> mlua::Result<Table> {
 /// conversion took 12 000 and takes 3 000).
 pub(crate) fn to_lua(lua: &Lua, value: &Json) -> mlua::Result<Value> {
     // SAFETY: `exec_raw` runs this in protected mode; a Lua error (out of memory) unwinds only
-    // frames that hold references. The markers are two slots under the value, removed after.
+    // frames that hold references.
+    unsafe { lua.exec_raw((), |state| push_marked(state, value)) }
+}
+
+/// Pushes `value`, its tables with the marker metatables.
+///
+/// # Safety
+/// `state` is a running Lua state; a Lua error (out of memory) may unwind the caller's frame.
+pub(crate) unsafe fn push_marked(state: *mut ffi::lua_State, value: &Json) {
+    // SAFETY: the markers are two slots under the value, removed after.
     unsafe {
-        lua.exec_raw((), |state| {
-            for (name, _) in MARKERS {
-                ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, name.as_ptr());
-            }
-            push(state, value, ffi::lua_gettop(state) - 1);
-            ffi::lua_rotate(state, -3, 1);
-            ffi::lua_settop(state, -3);
-        })
+        if !(value.is_array() || value.is_object()) {
+            return push(state, value, 0);
+        }
+        for (name, _) in MARKERS {
+            ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, name.as_ptr());
+        }
+        push(state, value, ffi::lua_gettop(state) - 1);
+        ffi::lua_rotate(state, -3, 1);
+        ffi::lua_settop(state, -3);
     }
 }
 
 /// Pushes `value`; `markers` is the index of the array marker (the object one above it).
 unsafe fn push(state: *mut ffi::lua_State, value: &Json, markers: c_int) {
-    // SAFETY: see `to_lua`; at most three slots above the stack checked for each level.
+    // SAFETY: see `push_marked`; at most three slots above the stack checked for each level.
     unsafe {
         match value {
             Json::Null => ffi::lua_pushnil(state),
@@ -409,4 +419,32 @@ pub(crate) fn whole(value: &Value, what: &str) -> Result<u64, Error> {
         _ => None,
     };
     n.ok_or_else(|| wrong_argument(what, "a whole number >= 0", value))
+}
+
+/// A failure of the Lua API itself (out of memory, mostly).
+pub(crate) fn lua_error(e: mlua::Error) -> Error {
+    Error::Internal(format!("Lua: {e}"))
+}
+
+/// How a value is named in messages: `a table`, `the number 1.5`, `agentbreaker.null`.
+pub(crate) fn describe(value: &Value) -> String {
+    match value {
+        Value::Integer(i) => format!("the number {i}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::LightUserData(_) if value.is_null() => "agentbreaker.null".into(),
+        other => format!("a {}", other.type_name()),
+    }
+}
+
+/// `{what} must be {expected}, not {the value}`, as an `INVALID_ARGUMENT`.
+pub(crate) fn wrong_argument(what: &str, expected: &str, value: &Value) -> Error {
+    ArgKind::Argument.wrong_type(what, expected, &describe(value))
+}
+
+/// A method called on something that is not an object of its class (`sb.check(cb)`).
+pub(crate) fn not_self(class: &str, method: &str, value: &Value) -> Error {
+    ArgKind::Argument.error(format_args!(
+        "{class}.{method}: self must be a {class}, not {} (call it as obj:{method}(...))",
+        describe(value)
+    ))
 }

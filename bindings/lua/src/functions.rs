@@ -9,7 +9,7 @@ use agentbreaker::{Error, analyze, config_from_env_json, config_from_process_env
 use mlua::{Lua, Table, Value};
 use serde_json::{Value as Json, json};
 
-use crate::errors::{lua_error, wrong_argument};
+use crate::convert::{lua_error, wrong_argument};
 use crate::{Methods, convert, ret, ret_json};
 
 /// Updates as Lua gets them: `{{name, value, attributes}, ...}`.

@@ -4,7 +4,7 @@
 //! caused the event. A core listener must be `Send + Sync` and a Lua function is neither (mlua
 //! has no `send` feature in module mode), so the function goes into the Lua registry and the
 //! listener holds its `RegistryKey`. Every raw function marks its Lua state as the one running on
-//! this thread ([`enter`]); a listener called inside the operation calls its function in that
+//! this thread ([`ACTIVE`]); a listener called inside the operation calls its function in that
 //! state. An error of the function goes back to the core, which counts it (`listenerErrors()`).
 //! A dropped key (a removed listener, a collected object) frees its registry slot at the end of
 //! the next call into the module (`Lua::expire_registry_values`).
@@ -14,33 +14,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use agentbreaker::interop::EventSource;
 use agentbreaker::metrics::{Recorder, Update};
 use agentbreaker::{Error, Event, Listener, ListenerId, SeedLogLevel, seed_log_line};
 use mlua::{Function, IntoLuaMulti, Lua, RegistryKey, Value, WeakLua};
 
 use crate::convert;
-use crate::errors::{lua_error, wrong_argument};
+use crate::convert::{lua_error, wrong_argument};
 use crate::functions::updates_json;
 
 thread_local! {
     /// The Lua states running a raw function on this thread, innermost last.
-    static ACTIVE: RefCell<Vec<WeakLua>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Marks `lua` as running on this thread until the guard is dropped.
-pub(crate) fn enter(lua: &Lua) -> Active {
-    ACTIVE.with(|a| a.borrow_mut().push(lua.weak()));
-    Active(())
-}
-
-/// See [`enter`].
-#[derive(Debug)]
-pub(crate) struct Active(());
-
-impl Drop for Active {
-    fn drop(&mut self) {
-        ACTIVE.with(|a| a.borrow_mut().pop());
-    }
+    pub(crate) static ACTIVE: RefCell<Vec<WeakLua>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Calls the Lua function under `key` with `arguments(lua)`, if any, in the running Lua state.
@@ -104,16 +89,11 @@ impl Registrations {
         lua.create_registry_value(f).map_err(lua_error)
     }
 
-    /// Registers `f` for every event (a table) through `add` (the core object's
-    /// `add_listener`); returns the id Lua gets for `removeListener`.
-    pub(crate) fn add_event_listener(
-        &self,
-        lua: &Lua,
-        f: Function,
-        add: impl FnOnce(Listener) -> ListenerId,
-    ) -> Result<u64, Error> {
+    /// Registers `f` with `core` for every event (a table, the core's `Event::to_json`);
+    /// returns the id Lua gets for `removeListener`.
+    pub(crate) fn add(&self, lua: &Lua, f: Function, core: &dyn EventSource) -> Result<u64, Error> {
         let key = self.key(lua, f)?;
-        let core_id = add(listener(key, |lua, event| {
+        let core_id = core.add_listener(listener(key, |lua, event| {
             Some(convert::to_lua(lua, &event.to_json()))
         }));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -128,10 +108,10 @@ impl Registrations {
         lua: &Lua,
         f: Function,
         failure_threshold: u32,
-        add: impl FnOnce(Listener) -> ListenerId,
+        core: &dyn EventSource,
     ) -> Result<(), Error> {
         let key = self.key(lua, f)?;
-        add(listener(key, move |_, event| {
+        core.add_listener(listener(key, move |_, event| {
             let (level, line) = seed_log_line(event, failure_threshold)?;
             let level = match level {
                 SeedLogLevel::Print => "print",
