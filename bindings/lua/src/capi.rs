@@ -134,12 +134,10 @@ unsafe fn hot<'a, T: Class>(state: *mut ffi::lua_State, index: c_int) -> Option<
     // which only its `__gc` releases. Only shared references to the breaker are made.
     unsafe {
         let cell = &*cell_at(state, index)?;
-        let usable = cell.magic == T::MAGIC && cell.listened == 0;
-        if usable {
-            cell.core.cast::<T>().as_ref()
-        } else {
-            None
+        if cell.magic != T::MAGIC || cell.listened != 0 {
+            return None;
         }
+        cell.core.cast::<T>().as_ref()
     }
 }
 

@@ -1,21 +1,68 @@
-//! The classes of core objects: `CircuitBreaker` (the FailureBreaker under seed 004's name, with
-//! its defaults and log lines; its readable fields and `call` are the Lua side's),
-//! `StagnationBreaker`, `BudgetBreaker`, `ExitStrategy`, `FixPlan`, `Loop` and `Monitor`
-//! (docs/monitor.md). The hot methods of the first three are C functions (`capi`) in front of
-//! the methods here.
+//! The classes and functions of the module: `ManualClock` and `SystemClock`; `CircuitBreaker`
+//! (the FailureBreaker under seed 004's name, with its defaults and log lines; its readable
+//! fields and `call` are the Lua side's), `StagnationBreaker`, `BudgetBreaker`, `ExitStrategy`,
+//! `FixPlan`, `Loop` and `Monitor` (docs/monitor.md); `analyze`, `fingerprint`, `configFromEnv`,
+//! `metricDefinitions` and `metricUpdates`. The hot methods of the three breakers are C
+//! functions (`capi`) in front of the methods here.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use agentbreaker::interop::{self, ArgKind};
+use agentbreaker::metrics::{self, Update, json_event_updates, vocabulary_json};
 use agentbreaker::{AgentStep, Error, ExitStrategy, FailureBreaker, IterationMetrics, Loop};
-use agentbreaker::{BudgetBreaker, Monitor, StagnationBreaker, StrategyConfig, analyze};
+use agentbreaker::{BudgetBreaker, ManualClock, Monitor, SharedClock, StagnationBreaker};
+use agentbreaker::{StrategyConfig, SystemClock, analyze, fingerprint};
+use agentbreaker::{config_from_env_json, config_from_process_env};
 use mlua::{Lua, Table, Value};
 use serde_json::{Value as Json, json};
 
-use crate::convert::wrong_argument;
-use crate::convert::{string, to_json};
-use crate::functions::metric_options;
-use crate::{Methods, Options, Out, convert, listeners, none, ret, ret_json};
+use crate::convert::{lua_error, string, to_json, wrong_argument};
+use crate::{Handle, Methods, Options, Out, convert, listeners, none, ret, ret_json};
+
+/// A clock as Lua holds it: a ManualClock, or the system clock (`None`).
+#[derive(Debug)]
+pub(crate) struct LuaClock(Option<Arc<ManualClock>>);
+
+impl LuaClock {
+    /// The clock as the core's objects take it.
+    pub(crate) fn shared(&self) -> SharedClock {
+        self.0
+            .clone()
+            .map_or_else(SystemClock::shared, |c| c as SharedClock)
+    }
+
+    /// A clock that code moves: `clock:set(ms)`, `clock:advance(ms)`.
+    fn manual(&self, method: &str, ms: &Value) -> Result<(&ManualClock, u64), Error> {
+        let clock = self.0.as_deref().ok_or_else(|| {
+            let hint = "the system clock cannot be moved; use agentbreaker.ManualClock.new()";
+            ArgKind::Argument.error(format_args!("clock:{method}: {hint}"))
+        })?;
+        Ok((clock, convert::whole(ms, &format!("clock:{method}: ms"))?))
+    }
+}
+
+/// Updates as Lua gets them: `{{name, value, attributes}, ...}`.
+pub(crate) fn updates_json(updates: &[Update]) -> Json {
+    let attributes = |u: &Update| u.attributes.iter().cloned().collect::<BTreeMap<_, _>>();
+    let update = |u: &Update| json!([u.metric.name, u.value, attributes(u)]);
+    Json::Array(updates.iter().map(update).collect())
+}
+
+/// `{task = true}` of a metrics call (`what` names it in messages).
+pub(crate) fn metric_options(options: &Value, what: &str) -> Result<metrics::Options, Error> {
+    let task = match options {
+        Value::Nil => Value::Nil,
+        Value::Table(t) => t.raw_get("task").map_err(lua_error)?,
+        other => return Err(wrong_argument(what, "a table", other)),
+    };
+    match task {
+        Value::Nil => Ok(metrics::Options::default()),
+        Value::Boolean(task) => Ok(metrics::Options { task }),
+        other => Err(wrong_argument(&format!("{what}.task"), "a boolean", &other)),
+    }
+}
 
 /// A path argument, byte for byte (a Lua string need not be UTF-8).
 fn path(value: &Value, what: &str) -> Result<PathBuf, Error> {
@@ -88,6 +135,39 @@ fn fix_plan(
 }
 
 pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
+    let new = |lua: &Lua, clock| Handle::new(LuaClock(clock)).into_lua(lua);
+    Methods::<LuaClock>::new(lua, raw, "Clock")?
+        .function("_manual", move |lua, (start,): (Value,)| {
+            let start = match start {
+                Value::Nil => 0,
+                v => convert::whole(&v, "ManualClock.new: startMs")?,
+            };
+            new(lua, Some(ManualClock::shared(start)))
+        })?
+        .function("_system", move |lua, ()| new(lua, None))?
+        .method("now", |lua, h, ()| ret(lua, h.core.shared().now_ms()))?
+        .method("set", |_, h, (ms,): (Value,)| {
+            let (clock, ms) = h.core.manual("set", &ms)?;
+            clock.set(ms);
+            none()
+        })?
+        .method("advance", |_, h, (ms,): (Value,)| {
+            let (clock, ms) = h.core.manual("advance", &ms)?;
+            clock.advance(ms);
+            none()
+        })?
+        .method("__tostring", |lua, h, ()| {
+            let name = if h.core.0.is_some() {
+                "ManualClock"
+            } else {
+                "SystemClock"
+            };
+            ret(
+                lua,
+                format!("agentbreaker.{name}({} ms)", h.core.shared().now_ms()),
+            )
+        })?;
+
     Methods::<FailureBreaker>::new(lua, raw, "CircuitBreaker")?
         .constructor()?
         .action("recordSuccess", FailureBreaker::record_success)?
@@ -246,5 +326,36 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
             none()
         })?
         .listeners()?;
+
+    Methods::<()>::new(lua, raw, "functions")?
+        .function("analyze", |lua, (text,): (Value,)| {
+            ret_json(lua, &analyze(&string(&text, "analyze: text")?))
+        })?
+        .function("fingerprint", |lua, (text, mode): (Value, Value)| {
+            let text = string(&text, "fingerprint: text")?;
+            let mode = convert::optional_string(&mode, "fingerprint: mode")?;
+            ret(
+                lua,
+                fingerprint(&text, interop::error_match(mode.as_deref())?),
+            )
+        })?
+        // No argument: the process environment; a table of strings: that map.
+        .function("configFromEnv", |lua, (env,): (Value,)| match env {
+            Value::Nil => ret_json(lua, &config_from_process_env()),
+            env => {
+                let env = to_json(lua, &env, "env", ArgKind::Argument)?;
+                ret_json(lua, &config_from_env_json(&env)?)
+            }
+        })?
+        .function("metricDefinitions", |lua, ()| {
+            ret_json(lua, &vocabulary_json())
+        })?
+        .function("metricUpdates", |lua, (e, b, o): (Value, Value, Value)| {
+            let event = to_json(lua, &e, "metricUpdates: event", ArgKind::Event)?;
+            let breaker = string(&b, "metricUpdates: breaker")?;
+            let options = metric_options(&o, "metricUpdates: options")?;
+            let updates = json_event_updates(&event, &breaker, options);
+            ret_json(lua, &updates_json(&updates))
+        })?;
     Ok(())
 }

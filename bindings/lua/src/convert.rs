@@ -48,15 +48,6 @@ enum At<'a> {
     Index(&'a At<'a>, i64),
 }
 
-impl At<'_> {
-    fn root(&self) -> &str {
-        match self {
-            At::Root(name) => name,
-            At::Key(parent, _) | At::Index(parent, _) => parent.root(),
-        }
-    }
-}
-
 impl fmt::Display for At<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -85,7 +76,12 @@ pub(crate) unsafe fn walk(
     // or raises.
     unsafe {
         let top = ffi::lua_gettop(state);
-        let walk = Walk { state, kind, skip };
+        let walk = Walk {
+            state,
+            what,
+            kind,
+            skip,
+        };
         let json = walk.value(index, &At::Root(what), 0);
         ffi::lua_settop(state, top);
         json
@@ -94,6 +90,7 @@ pub(crate) unsafe fn walk(
 
 struct Walk<'a> {
     state: *mut ffi::lua_State,
+    what: &'a str,
     kind: ArgKind,
     skip: &'a [&'a str],
 }
@@ -117,7 +114,7 @@ impl Walk<'_> {
                     Json::Number(n?)
                 }
                 ffi::LUA_TSTRING => Json::String(text(state, i)),
-                ffi::LUA_TTABLE if depth > MAX_DEPTH => return Err(self.kind.too_deep(at.root())),
+                ffi::LUA_TTABLE if depth > MAX_DEPTH => return Err(self.kind.too_deep(self.what)),
                 ffi::LUA_TTABLE => self.table(i, at, depth)?,
                 other => {
                     let expected = "nil, a boolean, a number, a string or a table";
@@ -384,14 +381,6 @@ unsafe fn push_str(state: *mut ffi::lua_State, s: &str) {
 pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Json, Error> {
     serde_json::to_value(value)
         .map_err(|e| Error::Internal(format!("cannot convert a result: {e}")))
-}
-
-/// A core result as a Lua value: [`json`], then [`to_lua`].
-pub(crate) fn result_to_lua<T: serde::Serialize + ?Sized>(
-    lua: &Lua,
-    value: &T,
-) -> Result<Value, Error> {
-    to_lua(lua, &json(value)?).map_err(lua_error)
 }
 
 /// A string argument (no number-to-string coercion: `42` is not a string).

@@ -15,9 +15,7 @@
 
 mod capi;
 mod classes;
-mod clock;
 mod convert;
-mod functions;
 mod listeners;
 
 use std::marker::PhantomData;
@@ -55,7 +53,10 @@ pub(crate) fn none() -> Out {
 
 /// A core result as one value (`serde_json::to_value`, then one walk into tables).
 pub(crate) fn ret_json<T: serde::Serialize + ?Sized>(lua: &Lua, value: &T) -> Out {
-    ret(lua, convert::result_to_lua(lua, value)?)
+    ret(
+        lua,
+        convert::to_lua(lua, &convert::json(value)?).map_err(lua_error)?,
+    )
 }
 
 /// A class of Lua objects wrapping one core object.
@@ -82,7 +83,7 @@ classes! {
     ExitStrategy => "ExitStrategy";
     Loop => "Loop";
     Monitor => "Monitor";
-    clock::LuaClock => "Clock";
+    classes::LuaClock => "Clock";
 }
 impl Class for FailureBreaker {
     const NAME: &'static str = "CircuitBreaker";
@@ -115,7 +116,7 @@ impl<T: Class> Handle<T> {
     fn into_object(self, lua: &Lua, metatable: Value) -> Out {
         match metatable {
             Value::Table(mt) if T::MAGIC != 0 => {
-                let cell = capi::new_cell(lua, &self.core, self.listeners.any(), &mt)?;
+                let cell = capi::new_cell(lua, &self.core, self.listeners.any.get(), &mt)?;
                 let object = lua.create_userdata(self).map_err(lua_error)?;
                 ret(lua, (cell, object))
             }
@@ -242,7 +243,7 @@ impl<T: Class + EventSource + FromConfig> Methods<'_, T> {
         })?
         .method("removeListener", |lua, h, (id,): (Value,)| {
             let id = convert::whole(&id, &format!("{}.removeListener: id", T::NAME))?;
-            let removed = h.listeners.remove(id);
+            let removed = h.listeners.by_id.borrow_mut().remove(&id);
             ret(lua, removed.is_some_and(|id| h.core.remove_listener(id)))
         })?
         .getter("listenerErrors", T::listener_errors)
@@ -287,7 +288,7 @@ impl Options {
             let taken = match (*key, &value) {
                 (_, Value::Nil) => true,
                 ("clock", Value::UserData(ud)) => ud
-                    .borrow::<Handle<clock::LuaClock>>()
+                    .borrow::<Handle<classes::LuaClock>>()
                     .map(|c| opts.clock = Some(c.core.shared()))
                     .is_ok(),
                 ("listeners", Value::Table(list)) => {
@@ -369,9 +370,7 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
     convert::init(lua)?;
     raw.raw_set("version", env!("CARGO_PKG_VERSION"))?;
     capi::export_all(lua, &raw)?;
-    clock::export_all(lua, &raw)?;
     classes::export_all(lua, &raw)?;
-    functions::export_all(lua, &raw)?;
     let prelude = lua
         .load(PRELUDE)
         .set_name("=agentbreaker.lua")

@@ -19,9 +19,9 @@ use agentbreaker::metrics::{Recorder, Update};
 use agentbreaker::{Error, Event, Listener, ListenerId, SeedLogLevel, seed_log_line};
 use mlua::{Function, IntoLuaMulti, Lua, RegistryKey, Value, WeakLua};
 
+use crate::classes::updates_json;
 use crate::convert;
 use crate::convert::{lua_error, wrong_argument};
-use crate::functions::updates_json;
 
 thread_local! {
     /// The Lua states running a raw function on this thread, innermost last.
@@ -73,17 +73,14 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// The Lua listeners one object registered with its core object, by the id Lua sees.
 #[derive(Debug, Default)]
 pub(crate) struct Registrations {
-    by_id: RefCell<HashMap<u64, ListenerId>>,
+    /// The core's ids, by the ids Lua sees (only this object's can be removed through it).
+    pub(crate) by_id: RefCell<HashMap<u64, ListenerId>>,
     /// Whether a Lua function was ever registered (the seed's log line included): the C fast
     /// paths take only objects without (they do not enter the listener context).
-    any: Cell<bool>,
+    pub(crate) any: Cell<bool>,
 }
 
 impl Registrations {
-    pub(crate) fn any(&self) -> bool {
-        self.any.get()
-    }
-
     fn key(&self, lua: &Lua, f: Function) -> Result<RegistryKey, Error> {
         self.any.set(true);
         lua.create_registry_value(f).map_err(lua_error)
@@ -120,10 +117,5 @@ impl Registrations {
             Some(Ok((level, line)))
         }));
         Ok(())
-    }
-
-    /// Forgets the listener Lua knows as `id`; the core's id to remove, if it was this object's.
-    pub(crate) fn remove(&self, id: u64) -> Option<ListenerId> {
-        self.by_id.borrow_mut().remove(&id)
     }
 }
