@@ -213,7 +213,7 @@ printable(sbMeta, "StagnationBreaker", function(sb)
   return ("%s, %d iterations without progress"):format(status.state, status.consecutiveNoProgress)
 end)
 StagnationBreaker.recordProgress = bind(3, StagnationBreaker.recordProgress)
-StagnationBreaker.check = bind(4, StagnationBreaker.check)
+StagnationBreaker.check = bind(4, StagnationBreaker.check, raw.object_mt)
 cells(StagnationBreaker, function() return sbMeta end)
 
 local BudgetBreaker, bbMeta = class("BudgetBreaker")

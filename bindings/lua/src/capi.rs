@@ -4,11 +4,11 @@
 //! case (`self` a breaker without Lua listeners) from the Lua stack straight into the core,
 //! reading its argument with the one walker (`convert::walk`) and the core's parser; every other
 //! case goes, before anything happened, to the checked method behind it (the class's, which calls
-//! its raw function). Results are the core's JSON, pushed as the checked methods return them
-//! (`convert::push_marked`). Instructions per call before issue 21 (callgrind, Lua 5.4; the
-//! peer's in brackets): `recordSuccess` + `shouldAllowOperation` 1 551 (seed 004: 1 349),
-//! `recordProgress` + `check` 7 378 (11 430; `check` then built its table by hand),
-//! `ingest(tool_use)` 7 454 (11 786); a checked method costs 4 000 to 7 500 more.
+//! its raw function). The halt of `ingest` is the core's JSON, pushed as the checked method
+//! returns it (`convert::push_marked`). Instructions per call (callgrind, Lua 5.4, measured
+//! before issue 21; the peer's in brackets): `recordSuccess` + `shouldAllowOperation` 1 551
+//! (seed 004: 1 349), `recordProgress` + `check` 7 378 (11 430), `ingest(tool_use)` 7 454
+//! (11 786); a checked method costs 4 000 to 7 500 more.
 //!
 //! A breaker of these classes is a *cell*: a userdata block with a reference of its own to the
 //! core breaker (`Arc::into_raw`, released by its `__gc`) and whether it may have Lua listeners
@@ -24,7 +24,9 @@ use std::os::raw::c_int;
 use std::sync::Arc;
 
 use agentbreaker::interop::{ArgKind, catch};
-use agentbreaker::{BudgetBreaker, Error, FailureBreaker, IterationMetrics, StagnationBreaker};
+use agentbreaker::{
+    BudgetBreaker, Error, FailureBreaker, IterationMetrics, StagnationBreaker, State,
+};
 use mlua::{AnyUserData, Lua, Table, ffi};
 use serde_json::Value as Json;
 
@@ -257,15 +259,43 @@ unsafe extern "C-unwind" fn record_progress(state: *mut ffi::lua_State) -> c_int
     }
 }
 
-/// `sb:check()`: the decision as the checked method returns it (the core's JSON).
+/// `sb:check()`, upvalue 2 the metatable of result objects. The table is made here: through
+/// the core's JSON (`convert::push_marked`) a check cost 200 ns more on Lua 5.4 (the JSON
+/// object's keys and strings made and hashed), and the pair fell below its goal
+/// (docs/benchmarks.md). Its fields are those of the core's `StagnationDecision`.
 unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: see `hot`, `push_out` and `raise`.
+    // SAFETY: see `hot`, `push_out` and `raise`; the reason is on the Lua stack (or dropped)
+    // before the calls that may raise Lua's out-of-memory error; four values pushed.
     unsafe {
         let Some(breaker) = hot::<StagnationBreaker>(state, 1) else {
             return checked(state);
         };
-        let decision = or_raise(state, || convert::json(&breaker.check()));
-        push_out(state, decision);
+        let decision = or_raise(state, || Ok(breaker.check()));
+        let state_name = match decision.state {
+            State::Closed => c"CLOSED",
+            State::HalfOpen => c"HALF_OPEN",
+            State::Open => c"OPEN",
+        };
+        let allow = c_int::from(decision.allow_continue);
+        let reason = decision
+            .reason
+            .map(|reason| push_out(state, Json::String(reason)));
+        ffi::lua_createtable(state, 0, 4);
+        ffi::lua_pushboolean(state, allow);
+        ffi::lua_setfield(state, -2, c"allowContinue".as_ptr());
+        ffi::lua_pushstring(state, state_name.as_ptr());
+        ffi::lua_setfield(state, -2, c"state".as_ptr());
+        if reason.is_some() {
+            ffi::lua_rotate(state, -2, 1);
+            ffi::lua_setfield(state, -2, c"reason".as_ptr());
+        }
+        if let Some(slug) = decision.slug {
+            // A static string: nothing of Rust's is left to drop if pushing it raises.
+            ffi::lua_pushlstring(state, slug.as_ptr().cast(), slug.len());
+            ffi::lua_setfield(state, -2, c"slug".as_ptr());
+        }
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
+        ffi::lua_setmetatable(state, -2);
         1
     }
 }

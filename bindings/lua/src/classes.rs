@@ -19,7 +19,7 @@ use mlua::{Lua, Table, Value};
 use serde_json::{Value as Json, json};
 
 use crate::convert::{lua_error, string, to_json, wrong_argument};
-use crate::{Handle, Methods, Options, Out, convert, listeners, none, ret, ret_json};
+use crate::{Handle, Methods, Options, Out, convert, none, ret, ret_json};
 
 /// A clock as Lua holds it: a ManualClock, or the system clock (`None`).
 #[derive(Debug)]
@@ -322,7 +322,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         .method("setMetricsRecorder", |lua, h, (f, o): (Value, Value)| {
             let options = metric_options(&o, "Monitor.setMetricsRecorder: options")?;
             h.core
-                .set_metrics_recorder(listeners::recorder(lua, f)?, options);
+                .set_metrics_recorder(crate::recorder(lua, f)?, options);
             none()
         })?
         .listeners()?;

@@ -27,7 +27,7 @@ use std::os::raw::c_int;
 
 use agentbreaker::Error;
 use agentbreaker::interop::{ArgKind, MAX_DEPTH, whole_number};
-use mlua::{Lua, Value, ffi};
+use mlua::{Lua, Table, Value, ffi};
 use serde_json::{Map, Value as Json};
 
 /// Keys whose value is a list in the contract's shapes: an empty table there is `[]`.
@@ -295,13 +295,14 @@ pub(crate) fn to_json_without(
     json
 }
 
-/// Creates the marker metatables (once per Lua state, at `require`).
-pub(crate) fn init(lua: &Lua) -> mlua::Result<()> {
+/// Creates the marker metatables (once per Lua state, at `require`); returns the object one (the
+/// C fast path of `check` marks the table it makes with it).
+pub(crate) fn init(lua: &Lua) -> mlua::Result<Table> {
     for (name, kind) in MARKERS {
         let name = name.to_str().unwrap_or_default();
         lua.set_named_registry_value(name, lua.create_table_from([("__jsontype", kind)])?)?;
     }
-    Ok(())
+    lua.named_registry_value(MARKERS[1].0.to_str().unwrap_or_default())
 }
 
 /// A JSON value as a Lua value, made on the Lua stack in one protected call (through mlua's
