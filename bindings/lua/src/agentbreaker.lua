@@ -222,7 +222,7 @@ bbMeta.__metatable = false
 printable(bbMeta, "BudgetBreaker", function(bb)
   return #bb:snapshot().tasks .. " open tasks"
 end)
-BudgetBreaker.ingest = bind(5, BudgetBreaker.ingest, raw.take_halt)
+BudgetBreaker.ingest = bind(5, BudgetBreaker.ingest)
 cells(BudgetBreaker, function() return bbMeta end)
 
 ---------------------------------------------------------------------------------------------

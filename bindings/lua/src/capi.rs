@@ -4,9 +4,11 @@
 //! case (`self` a breaker without Lua listeners) from the Lua stack straight into the core,
 //! reading its argument with the one walker (`convert::walk`) and the core's parser; every other
 //! case goes, before anything happened, to the checked method behind it (the class's, which calls
-//! its raw function). Instructions per call (callgrind, Lua 5.4; the peer's in brackets):
-//! `recordSuccess` + `shouldAllowOperation` 1 551 (seed 004: 1 349), `recordProgress` + `check`
-//! 7 378 (11 430), `ingest(tool_use)` 7 454 (11 786); a checked method costs 4 000 to 7 500 more.
+//! its raw function). The halt of `ingest` is the core's JSON, pushed as the checked method
+//! returns it (`convert::push_marked`). Instructions per call (callgrind, Lua 5.4, measured
+//! before issue 21; the peer's in brackets): `recordSuccess` + `shouldAllowOperation` 1 551
+//! (seed 004: 1 349), `recordProgress` + `check` 7 378 (11 430), `ingest(tool_use)` 7 454
+//! (11 786); a checked method costs 4 000 to 7 500 more.
 //!
 //! A breaker of these classes is a *cell*: a userdata block with a reference of its own to the
 //! core breaker (`Arc::into_raw`, released by its `__gc`) and whether it may have Lua listeners
@@ -23,17 +25,18 @@ use std::sync::Arc;
 
 use agentbreaker::interop::{ArgKind, catch};
 use agentbreaker::{
-    BudgetBreaker, Error, FailureBreaker, Halt, IterationMetrics, StagnationBreaker, State,
+    BudgetBreaker, Error, FailureBreaker, IterationMetrics, StagnationBreaker, State,
 };
 use mlua::{AnyUserData, Lua, Table, ffi};
+use serde_json::Value as Json;
 
-use crate::convert;
-use crate::errors::lua_error;
+use crate::convert::lua_error;
+use crate::{Class, convert};
 
 /// A breaker's cell (see the module's documentation).
 #[repr(C)]
 struct Cell {
-    /// The class's [`Hot::MAGIC`].
+    /// The class's [`Class::MAGIC`].
     magic: u64,
     /// 1 when the breaker may have Lua listeners.
     listened: u8,
@@ -42,25 +45,11 @@ struct Cell {
 }
 
 /// The magic numbers of the cells of each class: "abcellcb", "abcellsb", "abcellbb".
-const MAGICS: [u64; 3] = [
+pub(crate) const MAGICS: [u64; 3] = [
     0x6162_6365_6c6c_6362,
     0x6162_6365_6c6c_7362,
     0x6162_6365_6c6c_6262,
 ];
-
-/// The classes with cells.
-pub(crate) trait Hot: Sized + 'static {
-    const MAGIC: u64;
-}
-impl Hot for FailureBreaker {
-    const MAGIC: u64 = MAGICS[0];
-}
-impl Hot for StagnationBreaker {
-    const MAGIC: u64 = MAGICS[1];
-}
-impl Hot for BudgetBreaker {
-    const MAGIC: u64 = MAGICS[2];
-}
 
 /// The hot methods, by the number `bind` takes (1-based).
 const HOT: [ffi::lua_CFunction; 5] = [
@@ -75,18 +64,12 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
     // SAFETY: both are Lua C functions that keep to the C API's rules (see there).
     unsafe {
         raw.raw_set("bind", lua.create_c_function(bind)?)?;
-        raw.raw_set("set_listened", lua.create_c_function(set_listened)?)?;
+        raw.raw_set("set_listened", lua.create_c_function(set_listened)?)
     }
-    // The halt an `ingest` left (see there), as a table.
-    let take_halt = lua.create_function(|lua, ()| {
-        let halt = PENDING.with(|p| p.borrow_mut().take());
-        convert::result_to_lua(lua, &halt).map_err(mlua::Error::external)
-    })?;
-    raw.raw_set("take_halt", take_halt)
 }
 
 /// A new cell of `core`, with `metatable` (given the cell's `__gc`).
-pub(crate) fn new_cell<T: Hot>(
+pub(crate) fn new_cell<T: Class>(
     lua: &Lua,
     core: &Arc<T>,
     listened: bool,
@@ -148,22 +131,20 @@ unsafe fn cell_at(state: *mut ffi::lua_State, index: c_int) -> Option<*mut Cell>
 
 /// The core breaker of the cell at `index` when a call can go straight into it: a cell of class
 /// `T` that still holds its reference, of a breaker without Lua listeners.
-unsafe fn hot<'a, T: Hot>(state: *mut ffi::lua_State, index: c_int) -> Option<&'a T> {
+unsafe fn hot<'a, T: Class>(state: *mut ffi::lua_State, index: c_int) -> Option<&'a T> {
     // SAFETY: the cell is on the stack for the rest of the call, and with it its reference,
     // which only its `__gc` releases. Only shared references to the breaker are made.
     unsafe {
         let cell = &*cell_at(state, index)?;
-        let usable = cell.magic == T::MAGIC && cell.listened == 0;
-        if usable {
-            cell.core.cast::<T>().as_ref()
-        } else {
-            None
+        if cell.magic != T::MAGIC || cell.listened != 0 {
+            return None;
         }
+        cell.core.cast::<T>().as_ref()
     }
 }
 
 /// A cell's `__gc`: releases its reference to the core breaker (once: it is nulled first).
-unsafe extern "C-unwind" fn cell_gc<T: Hot>(state: *mut ffi::lua_State) -> c_int {
+unsafe extern "C-unwind" fn cell_gc<T: Class>(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: see `cell_at`; the pointer came from `Arc::<T>::into_raw` (the magic says `T`). A
     // panic is caught: nothing can be reported from a finalizer.
     unsafe {
@@ -247,7 +228,7 @@ unsafe extern "C-unwind" fn record_success(state: *mut ffi::lua_State) -> c_int 
 
 /// `cb:shouldAllowOperation()`: `allowed, message` (a refusal is data, not an error).
 unsafe extern "C-unwind" fn should_allow_operation(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: see `own_breaker`, `push_text` and `raise`; two values pushed.
+    // SAFETY: see `own_breaker`, `push_out` and `raise`; two values pushed.
     unsafe {
         let Some(breaker) = own_breaker(state) else {
             return call_on_top(state);
@@ -255,7 +236,7 @@ unsafe extern "C-unwind" fn should_allow_operation(state: *mut ffi::lua_State) -
         let permission = or_raise(state, || Ok(breaker.should_allow_operation()));
         ffi::lua_pushboolean(state, c_int::from(permission.allowed));
         match permission.message {
-            Some(message) => push_text(state, message),
+            Some(message) => push_out(state, Json::String(message)),
             None => ffi::lua_pushnil(state),
         }
         2
@@ -279,10 +260,11 @@ unsafe extern "C-unwind" fn record_progress(state: *mut ffi::lua_State) -> c_int
 }
 
 /// `sb:check()`, upvalue 2 the metatable of result objects. The table is made here: through
-/// the checked method (an mlua function and a JSON value) a check costs 9 800 instructions
-/// instead of 2 400, most of the pure-Lua peer's whole pair (11 430).
+/// the core's JSON (`convert::push_marked`) a check cost 200 ns more on Lua 5.4 (the JSON
+/// object's keys and strings made and hashed), and the pair fell below its goal
+/// (docs/benchmarks.md). Its fields are those of the core's `StagnationDecision`.
 unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: see `hot`, `push_text` and `raise`; the reason is on the Lua stack (or dropped)
+    // SAFETY: see `hot`, `push_out` and `raise`; the reason is on the Lua stack (or dropped)
     // before the calls that may raise Lua's out-of-memory error; four values pushed.
     unsafe {
         let Some(breaker) = hot::<StagnationBreaker>(state, 1) else {
@@ -295,7 +277,9 @@ unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_in
             State::Open => c"OPEN",
         };
         let allow = c_int::from(decision.allow_continue);
-        let reason = decision.reason.map(|reason| push_text(state, reason));
+        let reason = decision
+            .reason
+            .map(|reason| push_out(state, Json::String(reason)));
         ffi::lua_createtable(state, 0, 4);
         ffi::lua_pushboolean(state, allow);
         ffi::lua_setfield(state, -2, c"allowContinue".as_ptr());
@@ -316,51 +300,38 @@ unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_in
     }
 }
 
-thread_local! {
-    /// The halt of an `ingest`, until `take_halt` makes it a table.
-    static PENDING: RefCell<Option<Halt>> = const { RefCell::new(None) };
-}
-
-/// `bb:ingest(event)`, upvalue 2 `take_halt`: the halt table or nil.
+/// `bb:ingest(event)`: the halt table or nil.
 unsafe extern "C-unwind" fn ingest(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: see `hot`, `convert::walk` and `raise`; the halt is moved into `PENDING` before
-    // `take_halt` is called (an mlua function, whose errors pass through).
+    // SAFETY: see `hot`, `convert::walk`, `push_out` and `raise`.
     unsafe {
         let Some(breaker) = hot::<BudgetBreaker>(state, 1) else {
             return checked(state);
         };
         ffi::lua_settop(state, 2);
         let event = |state| convert::walk(state, 2, "event", ArgKind::Event, &[]);
-        match or_raise(state, || breaker.ingest(&event(state)?)) {
-            None => ffi::lua_pushnil(state),
-            Some(halt) => {
-                PENDING.with(|p| *p.borrow_mut() = Some(halt));
-                ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
-                ffi::lua_call(state, 0, 1);
-            }
-        }
+        let halt = or_raise(state, || convert::json(&breaker.ingest(&event(state)?)?));
+        push_out(state, halt);
         1
     }
 }
 
 thread_local! {
-    /// A text on its way onto the Lua stack (see [`push_text`]).
-    static TEXT_OUT: RefCell<String> = const { RefCell::new(String::new()) };
+    /// A value on its way onto the Lua stack (see [`push_out`]).
+    static OUT: RefCell<Json> = const { RefCell::new(Json::Null) };
 }
 
-/// Pushes `text` as a Lua string. The text is first moved out of the caller's frame, so that
-/// Lua's out-of-memory error, should `lua_pushlstring` raise it, skips no drop.
-unsafe fn push_text(state: *mut ffi::lua_State, text: String) {
-    // SAFETY: the string's bytes belong to the thread-local until it is replaced, which only
-    // this function does, after the push.
+/// Pushes `value` (`convert::push_marked`). The value is first moved out of the caller's frame,
+/// so that Lua's out-of-memory error, should a push raise it, skips no drop.
+unsafe fn push_out(state: *mut ffi::lua_State, value: Json) {
+    // SAFETY: the value belongs to the thread-local until it is replaced, which only this
+    // function does, after the push (which calls no Lua code).
     unsafe {
-        let (ptr, len) = TEXT_OUT.with(|out| {
-            let mut out = out.borrow_mut();
-            *out = text;
-            (out.as_ptr(), out.len())
+        let out = OUT.with(|out| {
+            *out.borrow_mut() = value;
+            out.as_ptr()
         });
-        ffi::lua_pushlstring(state, ptr.cast(), len);
-        TEXT_OUT.with(|out| out.borrow_mut().clear());
+        convert::push_marked(state, &*out);
+        OUT.with(|out| *out.borrow_mut() = Json::Null);
     }
 }
 
@@ -377,9 +348,9 @@ unsafe fn or_raise<R>(state: *mut ffi::lua_State, work: impl FnOnce() -> Result<
 unsafe fn raise(state: *mut ffi::lua_State, error: Error) -> ! {
     let text = error.to_string();
     drop(error);
-    // SAFETY: see `push_text`; nothing is left to drop when `lua_error` unwinds.
+    // SAFETY: see `push_out`; nothing is left to drop when `lua_error` unwinds.
     unsafe {
-        push_text(state, text);
+        push_out(state, Json::String(text));
         ffi::lua_error(state)
     }
 }

@@ -16,6 +16,9 @@
 //! Out: objects and lists are tables with the `__jsontype` marker metatables (so results
 //! round-trip and a JSON encoder keeps `[]` and `{}` apart), `null` in an object is an absent key
 //! and in a list `agentbreaker.null`.
+//!
+//! Errors (at the end): Lua sees a string beginning with the core's code (`"INVALID_EVENT:
+//! ..."`). None is chosen here: a bad value's code is its `ArgKind`'s, every other the core's.
 
 #![allow(unsafe_code)]
 
@@ -26,8 +29,6 @@ use agentbreaker::Error;
 use agentbreaker::interop::{ArgKind, MAX_DEPTH, whole_number};
 use mlua::{Lua, Table, Value, ffi};
 use serde_json::{Map, Value as Json};
-
-use crate::errors::{lua_error, wrong_argument};
 
 /// Keys whose value is a list in the contract's shapes: an empty table there is `[]`.
 const LIST_KEYS: &str =
@@ -45,15 +46,6 @@ enum At<'a> {
     Root(&'a str),
     Key(&'a At<'a>, &'a str),
     Index(&'a At<'a>, i64),
-}
-
-impl At<'_> {
-    fn root(&self) -> &str {
-        match self {
-            At::Root(name) => name,
-            At::Key(parent, _) | At::Index(parent, _) => parent.root(),
-        }
-    }
 }
 
 impl fmt::Display for At<'_> {
@@ -84,7 +76,12 @@ pub(crate) unsafe fn walk(
     // or raises.
     unsafe {
         let top = ffi::lua_gettop(state);
-        let walk = Walk { state, kind, skip };
+        let walk = Walk {
+            state,
+            what,
+            kind,
+            skip,
+        };
         let json = walk.value(index, &At::Root(what), 0);
         ffi::lua_settop(state, top);
         json
@@ -93,6 +90,7 @@ pub(crate) unsafe fn walk(
 
 struct Walk<'a> {
     state: *mut ffi::lua_State,
+    what: &'a str,
     kind: ArgKind,
     skip: &'a [&'a str],
 }
@@ -116,7 +114,7 @@ impl Walk<'_> {
                     Json::Number(n?)
                 }
                 ffi::LUA_TSTRING => Json::String(text(state, i)),
-                ffi::LUA_TTABLE if depth > MAX_DEPTH => return Err(self.kind.too_deep(at.root())),
+                ffi::LUA_TTABLE if depth > MAX_DEPTH => return Err(self.kind.too_deep(self.what)),
                 ffi::LUA_TTABLE => self.table(i, at, depth)?,
                 other => {
                     let expected = "nil, a boolean, a number, a string or a table";
@@ -298,7 +296,7 @@ pub(crate) fn to_json_without(
 }
 
 /// Creates the marker metatables (once per Lua state, at `require`); returns the object one (the
-/// C fast paths mark the result tables they make with it).
+/// C fast path of `check` marks the table it makes with it).
 pub(crate) fn init(lua: &Lua) -> mlua::Result<Table> {
     for (name, kind) in MARKERS {
         let name = name.to_str().unwrap_or_default();
@@ -312,22 +310,32 @@ pub(crate) fn init(lua: &Lua) -> mlua::Result<Table> {
 /// conversion took 12 000 and takes 3 000).
 pub(crate) fn to_lua(lua: &Lua, value: &Json) -> mlua::Result<Value> {
     // SAFETY: `exec_raw` runs this in protected mode; a Lua error (out of memory) unwinds only
-    // frames that hold references. The markers are two slots under the value, removed after.
+    // frames that hold references.
+    unsafe { lua.exec_raw((), |state| push_marked(state, value)) }
+}
+
+/// Pushes `value`, its tables with the marker metatables.
+///
+/// # Safety
+/// `state` is a running Lua state; a Lua error (out of memory) may unwind the caller's frame.
+pub(crate) unsafe fn push_marked(state: *mut ffi::lua_State, value: &Json) {
+    // SAFETY: the markers are two slots under the value, removed after.
     unsafe {
-        lua.exec_raw((), |state| {
-            for (name, _) in MARKERS {
-                ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, name.as_ptr());
-            }
-            push(state, value, ffi::lua_gettop(state) - 1);
-            ffi::lua_rotate(state, -3, 1);
-            ffi::lua_settop(state, -3);
-        })
+        if !(value.is_array() || value.is_object()) {
+            return push(state, value, 0);
+        }
+        for (name, _) in MARKERS {
+            ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, name.as_ptr());
+        }
+        push(state, value, ffi::lua_gettop(state) - 1);
+        ffi::lua_rotate(state, -3, 1);
+        ffi::lua_settop(state, -3);
     }
 }
 
 /// Pushes `value`; `markers` is the index of the array marker (the object one above it).
 unsafe fn push(state: *mut ffi::lua_State, value: &Json, markers: c_int) {
-    // SAFETY: see `to_lua`; at most three slots above the stack checked for each level.
+    // SAFETY: see `push_marked`; at most three slots above the stack checked for each level.
     unsafe {
         match value {
             Json::Null => ffi::lua_pushnil(state),
@@ -376,14 +384,6 @@ pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<Json, Erro
         .map_err(|e| Error::Internal(format!("cannot convert a result: {e}")))
 }
 
-/// A core result as a Lua value: [`json`], then [`to_lua`].
-pub(crate) fn result_to_lua<T: serde::Serialize + ?Sized>(
-    lua: &Lua,
-    value: &T,
-) -> Result<Value, Error> {
-    to_lua(lua, &json(value)?).map_err(lua_error)
-}
-
 /// A string argument (no number-to-string coercion: `42` is not a string).
 pub(crate) fn string(value: &Value, what: &str) -> Result<String, Error> {
     match value {
@@ -409,4 +409,32 @@ pub(crate) fn whole(value: &Value, what: &str) -> Result<u64, Error> {
         _ => None,
     };
     n.ok_or_else(|| wrong_argument(what, "a whole number >= 0", value))
+}
+
+/// A failure of the Lua API itself (out of memory, mostly).
+pub(crate) fn lua_error(e: mlua::Error) -> Error {
+    Error::Internal(format!("Lua: {e}"))
+}
+
+/// How a value is named in messages: `a table`, `the number 1.5`, `agentbreaker.null`.
+pub(crate) fn describe(value: &Value) -> String {
+    match value {
+        Value::Integer(i) => format!("the number {i}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::LightUserData(_) if value.is_null() => "agentbreaker.null".into(),
+        other => format!("a {}", other.type_name()),
+    }
+}
+
+/// `{what} must be {expected}, not {the value}`, as an `INVALID_ARGUMENT`.
+pub(crate) fn wrong_argument(what: &str, expected: &str, value: &Value) -> Error {
+    ArgKind::Argument.wrong_type(what, expected, &describe(value))
+}
+
+/// A method called on something that is not an object of its class (`sb.check(cb)`).
+pub(crate) fn not_self(class: &str, method: &str, value: &Value) -> Error {
+    ArgKind::Argument.error(format_args!(
+        "{class}.{method}: self must be a {class}, not {} (call it as obj:{method}(...))",
+        describe(value)
+    ))
 }

@@ -3,7 +3,7 @@
 //!
 //! Two layers. The Rust side registers, per class, "raw" functions ([`Methods`]): each converts
 //! its Lua arguments to the core's inputs ([`convert`]), calls the core inside a panic boundary
-//! and returns `true, results...` or `false, "CODE: message"` ([`errors`]). The Lua side
+//! (a panic is `INTERNAL`) and returns `true, results...` or `false, "CODE: message"`. The Lua side
 //! (`agentbreaker.lua`, compiled in) makes the classes users see from those tables and raises the
 //! error strings (a Rust function can only raise an mlua error object; Lua users match strings).
 //! Objects are userdata whose metatable fields come from the Lua side.
@@ -13,32 +13,27 @@
 //! functions: through an mlua function and a Lua method, a call costs several times what the
 //! pure-Lua peers do (docs/benchmarks.md). No breaker behaviour and no default lives here.
 
-mod agent_loop;
-mod budget;
 mod capi;
-mod clock;
+mod classes;
 mod convert;
-mod errors;
-mod failure;
-mod functions;
-mod listeners;
-mod monitor;
-mod stagnation;
-mod strategy;
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use agentbreaker::interop::ArgKind;
-use agentbreaker::{Error, Listener, ListenerId, SharedClock};
-use mlua::{
-    AnyUserData, FromLuaMulti, Function, IntoLuaMulti, Lua, MultiValue, Table, UserData,
-    UserDataFields, UserDataRef, Value,
-};
+use agentbreaker::interop::{ArgKind, EventSource, FromConfig, catch};
+use agentbreaker::metrics::{Recorder, Update};
+use agentbreaker::seed_log_line;
+use agentbreaker::{BudgetBreaker, Error, Event, ExitStrategy, FailureBreaker, Listener};
+use agentbreaker::{ListenerId, Loop, Monitor, SeedLogLevel, SharedClock, StagnationBreaker};
+use mlua::{FromLuaMulti, Function, IntoLuaMulti, Lua, MultiValue, RegistryKey, Table, UserData};
+use mlua::{UserDataFields, UserDataRef, Value, WeakLua};
 use serde_json::Value as Json;
 
-use crate::errors::{describe, guarded, lua_error, not_self};
-use crate::listeners::Registrations;
+use crate::classes::updates_json;
+use crate::convert::{describe, lua_error, not_self, wrong_argument};
 
 /// The Lua side of the module.
 const PRELUDE: &str = include_str!("agentbreaker.lua");
@@ -58,13 +53,42 @@ pub(crate) fn none() -> Out {
 
 /// A core result as one value (`serde_json::to_value`, then one walk into tables).
 pub(crate) fn ret_json<T: serde::Serialize + ?Sized>(lua: &Lua, value: &T) -> Out {
-    ret(lua, convert::result_to_lua(lua, value)?)
+    ret(
+        lua,
+        convert::to_lua(lua, &convert::json(value)?).map_err(lua_error)?,
+    )
 }
 
 /// A class of Lua objects wrapping one core object.
 pub(crate) trait Class: 'static {
     /// The name Lua users see (`CircuitBreaker`).
     const NAME: &'static str;
+    /// The magic number of its cells (`capi`); 0: its objects are not cells.
+    const MAGIC: u64 = 0;
+    /// The failure threshold of seed 004's log lines (the CircuitBreaker's only).
+    const SEED_THRESHOLD: Option<fn(&Self) -> u32> = None;
+}
+
+macro_rules! classes {
+    ($($t:ty => $name:literal $(, $magic:expr)?;)*) => {$(
+        impl Class for $t {
+            const NAME: &'static str = $name;
+            $(const MAGIC: u64 = $magic;)?
+        }
+    )*};
+}
+classes! {
+    StagnationBreaker => "StagnationBreaker", capi::MAGICS[1];
+    BudgetBreaker => "BudgetBreaker", capi::MAGICS[2];
+    ExitStrategy => "ExitStrategy";
+    Loop => "Loop";
+    Monitor => "Monitor";
+    classes::LuaClock => "Clock";
+}
+impl Class for FailureBreaker {
+    const NAME: &'static str = "CircuitBreaker";
+    const MAGIC: u64 = capi::MAGICS[0];
+    const SEED_THRESHOLD: Option<fn(&Self) -> u32> = Some(|cb| cb.config().failure_threshold);
 }
 
 /// A Lua object: the shared core object and the Lua listeners registered on it.
@@ -83,25 +107,21 @@ impl<T: Class> Handle<T> {
     }
 
     /// The Lua object.
-    pub(crate) fn into_lua(self, lua: &Lua) -> Result<AnyUserData, Error> {
-        lua.create_userdata(self).map_err(lua_error)
+    pub(crate) fn into_lua(self, lua: &Lua) -> Out {
+        ret(lua, lua.create_userdata(self).map_err(lua_error)?)
     }
-}
 
-impl<T: EventSource> Handle<T> {
-    /// Adds `f` as a listener of every event; returns the id Lua gets for `removeListener`.
-    pub(crate) fn listen(&self, lua: &Lua, f: Function) -> Result<u64, Error> {
-        self.listeners
-            .add_event_listener(lua, f, |l| self.core.add(l))
-    }
-}
-
-impl<T: Class + capi::Hot> Handle<T> {
-    /// A breaker of the C fast paths, as its constructor returns it: its cell (with
-    /// `metatable`) and the Lua object behind it.
-    pub(crate) fn into_hot(self, lua: &Lua, metatable: &Table) -> Out {
-        let cell = capi::new_cell(lua, &self.core, self.listeners.any(), metatable)?;
-        ret(lua, (cell, self.into_lua(lua)?))
+    /// What a constructor returns: the Lua object or, given the `metatable` of a class with
+    /// cells, its cell and the Lua object behind it.
+    fn into_object(self, lua: &Lua, metatable: Value) -> Out {
+        match metatable {
+            Value::Table(mt) if T::MAGIC != 0 => {
+                let cell = capi::new_cell(lua, &self.core, self.listeners.any.get(), &mt)?;
+                let object = lua.create_userdata(self).map_err(lua_error)?;
+                ret(lua, (cell, object))
+            }
+            _ => self.into_lua(lua),
+        }
     }
 }
 
@@ -116,15 +136,6 @@ impl<T: Class> UserData for Handle<T> {
         }
         fields.add_meta_field("__name", format!("agentbreaker.{}", T::NAME));
     }
-}
-
-/// The object a method was called on, or `INVALID_ARGUMENT` naming the method.
-pub(crate) fn this<T: Class>(value: &Value, method: &str) -> Result<UserDataRef<Handle<T>>, Error> {
-    match value {
-        Value::UserData(ud) => ud.borrow::<Handle<T>>().ok(),
-        _ => None,
-    }
-    .ok_or_else(|| not_self(T::NAME, method, value))
 }
 
 /// The raw functions of one class, `raw[name]` for the Lua side: keys beginning with `__` are
@@ -147,16 +158,18 @@ impl<'a, T> Methods<'a, T> {
     }
 
     /// A function (a constructor, or a function of the module): `f` runs inside a panic
-    /// boundary with the Lua state marked as running (`errors::guarded`); Lua gets `true,
-    /// results...` or `false, "CODE: message"`. mlua itself never raises for bad input: the
-    /// arguments are values whose conversion cannot fail.
+    /// boundary (`interop::catch`) with the Lua state marked as running (`ACTIVE`);
+    /// Lua gets `true, results...` or `false, "CODE: message"`. mlua itself never raises for bad
+    /// input: the arguments are values whose conversion cannot fail.
     pub(crate) fn function<A, F>(&self, name: &str, f: F) -> mlua::Result<&Self>
     where
         A: FromLuaMulti,
         F: Fn(&Lua, A) -> Out + 'static,
     {
         let function = self.lua.create_function(move |lua, args: A| {
-            let outcome = guarded(lua, || f(lua, args));
+            ACTIVE.with(|a| a.borrow_mut().push(lua.weak()));
+            let outcome = catch(|| f(lua, args));
+            ACTIVE.with(|a| a.borrow_mut().pop());
             // Free the registry slots of listener functions dropped meanwhile (removed
             // listeners, collected objects), so that Lua can collect the functions.
             lua.expire_registry_values();
@@ -171,7 +184,8 @@ impl<'a, T> Methods<'a, T> {
 }
 
 impl<T: Class> Methods<'_, T> {
-    /// A method: `self` checked to be an object of the class, then `f(lua, object, arguments)`.
+    /// A method: `self` checked to be an object of the class (else `INVALID_ARGUMENT` naming the
+    /// method), then `f(lua, object, arguments)`.
     pub(crate) fn method<A, F>(&self, name: &'static str, f: F) -> mlua::Result<&Self>
     where
         A: FromLuaMulti,
@@ -179,7 +193,13 @@ impl<T: Class> Methods<'_, T> {
     {
         let method = name.trim_start_matches('_');
         self.function(name, move |lua, (object, args): (Value, A)| {
-            f(lua, &*this::<T>(&object, method)?, args)
+            let this = match &object {
+                Value::UserData(ud) => ud.borrow::<Handle<T>>().ok(),
+                _ => None,
+            };
+            let this: UserDataRef<Handle<T>> =
+                this.ok_or_else(|| not_self(T::NAME, method, &object))?;
+            f(lua, &this, args)
         })
     }
 
@@ -190,60 +210,45 @@ impl<T: Class> Methods<'_, T> {
             none()
         })
     }
+
+    /// A method returning a core result as one value (`ret_json`).
+    pub(crate) fn getter<R>(&self, name: &'static str, f: fn(&T) -> R) -> mlua::Result<&Self>
+    where
+        R: serde::Serialize + 'static,
+    {
+        self.method(name, move |lua, h, ()| ret_json(lua, &f(&h.core)))
+    }
 }
 
-impl<T: EventSource> Methods<'_, T> {
-    /// `addListener(fn)` (returns an id), `removeListener(id)`, `listenerErrors()`.
+impl<T: Class + EventSource + FromConfig> Methods<'_, T> {
+    /// `new(config)` (`new(config, metatable)` for a class with cells): the core object of the
+    /// config ([`Options`]) and the Lua object of it.
+    pub(crate) fn constructor(&self) -> mlua::Result<&Self> {
+        self.function("new", |lua, (config, metatable): (Value, Value)| {
+            let opts = Options::read::<T>(lua, &config)?;
+            let core = T::from_config(&opts.json, opts.clock())?;
+            opts.into_object(lua, core)?.into_object(lua, metatable)
+        })
+    }
+
+    /// `addListener(fn)` (returns an id), `removeListener(id)`, `listenerErrors()` (contract
+    /// section 8).
     pub(crate) fn listeners(&self) -> mlua::Result<&Self> {
         self.method("addListener", |lua, h, (f,): (Value,)| {
             let Value::Function(f) = f else {
                 let what = format!("{}.addListener: the listener", T::NAME);
-                return Err(errors::wrong_argument(&what, "a function", &f));
+                return Err(convert::wrong_argument(&what, "a function", &f));
             };
-            ret(lua, h.listen(lua, f)?)
+            ret(lua, h.listeners.add(lua, f, &*h.core)?)
         })?
         .method("removeListener", |lua, h, (id,): (Value,)| {
             let id = convert::whole(&id, &format!("{}.removeListener: id", T::NAME))?;
-            let removed = h.listeners.remove(id).is_some_and(|id| h.core.remove(id));
-            ret(lua, removed)
+            let removed = h.listeners.by_id.borrow_mut().remove(&id);
+            ret(lua, removed.is_some_and(|id| h.core.remove_listener(id)))
         })?
-        .method("listenerErrors", |lua, h, ()| ret(lua, h.core.errors()))
+        .getter("listenerErrors", T::listener_errors)
     }
 }
-
-/// A core object with listeners (contract section 8).
-pub(crate) trait EventSource: Class {
-    fn add(&self, listener: Listener) -> ListenerId;
-    fn remove(&self, id: ListenerId) -> bool;
-    fn errors(&self) -> u64;
-}
-
-macro_rules! event_source {
-    ($($t:ty => $name:literal),*) => {$(
-        impl crate::Class for $t {
-            const NAME: &'static str = $name;
-        }
-        impl crate::EventSource for $t {
-            fn add(&self, listener: agentbreaker::Listener) -> agentbreaker::ListenerId {
-                self.add_listener(listener)
-            }
-            fn remove(&self, id: agentbreaker::ListenerId) -> bool {
-                self.remove_listener(id)
-            }
-            fn errors(&self) -> u64 {
-                self.listener_errors()
-            }
-        }
-    )*};
-}
-event_source!(
-    agentbreaker::FailureBreaker => "CircuitBreaker",
-    agentbreaker::StagnationBreaker => "StagnationBreaker",
-    agentbreaker::BudgetBreaker => "BudgetBreaker",
-    agentbreaker::ExitStrategy => "ExitStrategy",
-    agentbreaker::Loop => "Loop",
-    agentbreaker::Monitor => "Monitor"
-);
 
 /// A constructor's config table: the contract's config (every other key, as JSON) and the
 /// Lua-only options `clock`, `listeners` (functions added in order) and, for the CircuitBreaker
@@ -266,9 +271,9 @@ const OPTIONS: [(&str, &str); 4] = [
 ];
 
 impl Options {
-    pub(crate) fn read<T: Class>(lua: &Lua, config: &Value, seed: bool) -> Result<Self, Error> {
+    pub(crate) fn read<T: Class>(lua: &Lua, config: &Value) -> Result<Self, Error> {
         let what = format!("{} config", T::NAME);
-        let options = &OPTIONS[..if seed { 4 } else { 2 }];
+        let options = &OPTIONS[..if T::SEED_THRESHOLD.is_some() { 4 } else { 2 }];
         let keys: Vec<&str> = options.iter().map(|(key, _)| *key).collect();
         let json = convert::to_json_without(lua, config, &what, ArgKind::Config, &keys)?;
         let mut opts = Options {
@@ -283,7 +288,7 @@ impl Options {
             let taken = match (*key, &value) {
                 (_, Value::Nil) => true,
                 ("clock", Value::UserData(ud)) => ud
-                    .borrow::<Handle<clock::LuaClock>>()
+                    .borrow::<Handle<classes::LuaClock>>()
                     .map(|c| opts.clock = Some(c.core.shared()))
                     .is_ok(),
                 ("listeners", Value::Table(list)) => {
@@ -322,30 +327,138 @@ impl Options {
     }
 
     /// The Lua object of a new core object, with its listeners: the seed's log lines first (a
-    /// CircuitBreaker that is not quiet, given its failure threshold), then `listeners`.
-    pub(crate) fn into_object<T: EventSource>(
+    /// CircuitBreaker that is not quiet), then `listeners`.
+    pub(crate) fn into_object<T: Class + EventSource>(
         self,
         lua: &Lua,
         core: T,
-        seed_threshold: Option<u32>,
     ) -> Result<Handle<T>, Error> {
         let handle = Handle::new(core);
-        if let Some(threshold) = seed_threshold.filter(|_| !self.quiet) {
+        if let Some(threshold) = T::SEED_THRESHOLD.filter(|_| !self.quiet) {
             let log = match self.log {
                 Some(f) => f,
-                None => lua
-                    .named_registry_value(failure::SEED_LOG_KEY)
-                    .map_err(lua_error)?,
+                None => lua.named_registry_value(SEED_LOG_KEY).map_err(lua_error)?,
             };
-            let core = &handle.core;
+            let threshold = threshold(&handle.core);
             handle
                 .listeners
-                .add_seed_log(lua, log, threshold, |l| core.add(l))?;
+                .add_seed_log(lua, log, threshold, &*handle.core)?;
         }
         for f in self.listeners {
-            handle.listen(lua, f)?;
+            handle.listeners.add(lua, f, &*handle.core)?;
         }
         Ok(handle)
+    }
+}
+
+/// Registry name of the Lua side's default seed logger (print, warn).
+const SEED_LOG_KEY: &str = "agentbreaker.seed_log";
+
+// Lua functions as core listeners.
+//
+// The core calls listeners synchronously, after releasing its locks, inside the operation that
+// caused the event. A core listener must be `Send + Sync` and a Lua function is neither (mlua
+// has no `send` feature in module mode), so the function goes into the Lua registry and the
+// listener holds its `RegistryKey`. Every raw function marks its Lua state as the one running on
+// this thread ([`ACTIVE`]); a listener called inside the operation calls its function in that
+// state. An error of the function goes back to the core, which counts it (`listenerErrors()`).
+// A dropped key (a removed listener, a collected object) frees its registry slot at the end of
+// the next call into the module (`Lua::expire_registry_values`).
+
+thread_local! {
+    /// The Lua states running a raw function on this thread, innermost last.
+    static ACTIVE: RefCell<Vec<WeakLua>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Calls the Lua function under `key` with `arguments(lua)`, if any, in the running Lua state.
+fn call<A: IntoLuaMulti>(
+    key: &RegistryKey,
+    arguments: impl FnOnce(&Lua) -> Option<mlua::Result<A>>,
+) -> Result<(), String> {
+    let lua = ACTIVE.with(|a| a.borrow().last().and_then(WeakLua::try_upgrade));
+    let lua = lua.ok_or("no Lua state is running agentbreaker on this thread")?;
+    let Some(arguments) = arguments(&lua) else {
+        return Ok(());
+    };
+    let call = |f: Function| f.call::<()>(arguments?);
+    lua.registry_value(key)
+        .and_then(call)
+        .map_err(|e| e.to_string())
+}
+
+/// A core listener calling the Lua function under `key` with `arguments(lua, event)`, if any.
+fn listener<A: IntoLuaMulti>(
+    key: RegistryKey,
+    arguments: impl Fn(&Lua, &Event) -> Option<mlua::Result<A>> + Send + Sync + 'static,
+) -> Listener {
+    Arc::new(move |event: &Event| Ok(call(&key, |lua| arguments(lua, event))?))
+}
+
+/// The core metrics recorder of `f` (`nil`: none), calling it with the updates
+/// (`functions::updates_json`) as a listener is called; what it raises is dropped (a recorder
+/// must not stop the agent).
+pub(crate) fn recorder(lua: &Lua, f: Value) -> Result<Option<Recorder>, Error> {
+    let what = "Monitor.setMetricsRecorder: recorder";
+    let f = match f {
+        Value::Nil => return Ok(None),
+        Value::Function(f) => f,
+        other => return Err(wrong_argument(what, "a function or nil", &other)),
+    };
+    let key = lua.create_registry_value(f).map_err(lua_error)?;
+    Ok(Some(Arc::new(move |u: &[Update]| {
+        let _ = call(&key, |lua| Some(convert::to_lua(lua, &updates_json(u))));
+    })))
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The Lua listeners one object registered with its core object, by the id Lua sees.
+#[derive(Debug, Default)]
+pub(crate) struct Registrations {
+    /// The core's ids, by the ids Lua sees (only this object's can be removed through it).
+    pub(crate) by_id: RefCell<HashMap<u64, ListenerId>>,
+    /// Whether a Lua function was ever registered (the seed's log line included): the C fast
+    /// paths take only objects without (they do not enter the listener context).
+    pub(crate) any: Cell<bool>,
+}
+
+impl Registrations {
+    fn key(&self, lua: &Lua, f: Function) -> Result<RegistryKey, Error> {
+        self.any.set(true);
+        lua.create_registry_value(f).map_err(lua_error)
+    }
+
+    /// Registers `f` with `core` for every event (a table, the core's `Event::to_json`);
+    /// returns the id Lua gets for `removeListener`.
+    pub(crate) fn add(&self, lua: &Lua, f: Function, core: &dyn EventSource) -> Result<u64, Error> {
+        let key = self.key(lua, f)?;
+        let core_id = core.add_listener(listener(key, |lua, event| {
+            Some(convert::to_lua(lua, &event.to_json()))
+        }));
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.by_id.borrow_mut().insert(id, core_id);
+        Ok(id)
+    }
+
+    /// Registers `f` for seed 004's log lines, `f(level, line)` with level `"print"` or
+    /// `"warn"` (a CircuitBreaker that is not quiet).
+    pub(crate) fn add_seed_log(
+        &self,
+        lua: &Lua,
+        f: Function,
+        failure_threshold: u32,
+        core: &dyn EventSource,
+    ) -> Result<(), Error> {
+        let key = self.key(lua, f)?;
+        core.add_listener(listener(key, move |_, event| {
+            let (level, line) = seed_log_line(event, failure_threshold)?;
+            let level = match level {
+                SeedLogLevel::Print => "print",
+                SeedLogLevel::Warn => "warn",
+            };
+            Some(Ok((level, line)))
+        }));
+        Ok(())
     }
 }
 
@@ -366,21 +479,14 @@ fn agentbreaker(lua: &Lua) -> mlua::Result<Table> {
     raw.raw_set("object_mt", convert::init(lua)?)?;
     raw.raw_set("version", env!("CARGO_PKG_VERSION"))?;
     capi::export_all(lua, &raw)?;
-    clock::export_all(lua, &raw)?;
-    failure::export_all(lua, &raw)?;
-    stagnation::export_all(lua, &raw)?;
-    budget::export_all(lua, &raw)?;
-    strategy::export_all(lua, &raw)?;
-    agent_loop::export_all(lua, &raw)?;
-    monitor::export_all(lua, &raw)?;
-    functions::export_all(lua, &raw)?;
+    classes::export_all(lua, &raw)?;
     let prelude = lua
         .load(PRELUDE)
         .set_name("=agentbreaker.lua")
         .into_function()?;
     let (module, metas, seed_log): (Table, Table, Function) = prelude.call(raw)?;
     lua.set_named_registry_value(METAS_KEY, metas)?;
-    lua.set_named_registry_value(failure::SEED_LOG_KEY, seed_log)?;
+    lua.set_named_registry_value(SEED_LOG_KEY, seed_log)?;
     lua.set_named_registry_value(MODULE_KEY, &module)?;
     Ok(module)
 }
