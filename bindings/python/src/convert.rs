@@ -33,6 +33,10 @@ pub fn type_name(value: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "object".to_string(), |n| n.to_string())
 }
 
+/// An argument declared with a `None` default (`None` when left out): its conversion here, not
+/// pyo3's, decides the error (and its code) of a missing or wrong one.
+pub type Arg<'a, 'py> = Option<&'a Bound<'py, PyAny>>;
+
 /// Converts a Python value to JSON. `what` names the value in messages (`"snapshot"`,
 /// `"failure_threshold"`); `kind` decides the error code.
 pub fn to_json(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind) -> Result<Value, Error> {
@@ -185,27 +189,19 @@ pub fn required<'a, 'py>(
 }
 
 /// A required argument converted to JSON with the error code of `kind`.
-pub fn required_json(
-    value: Option<&Bound<'_, PyAny>>,
-    name: &str,
-    kind: ArgKind,
-) -> Result<Value, Error> {
+pub fn required_json(value: Arg, name: &str, kind: ArgKind) -> Result<Value, Error> {
     to_json(required(value, name)?, name, kind)
 }
 
 /// An argument converted to JSON, `None` (or left out) as `null`: for the Monitor, whose core
 /// reports a `null` event or snapshot with the event's or snapshot's own code, as every binding's
 /// `null` does (the conformance suite's `{"event": null}`).
-pub fn json_or_null(
-    value: Option<&Bound<'_, PyAny>>,
-    name: &str,
-    kind: ArgKind,
-) -> Result<Value, Error> {
+pub fn json_or_null(value: Arg, name: &str, kind: ArgKind) -> Result<Value, Error> {
     value.map_or(Ok(Value::Null), |v| to_json(v, name, kind))
 }
 
 /// A required `str` argument.
-pub fn arg_str(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<String, Error> {
+pub fn arg_str(value: Arg, name: &str) -> Result<String, Error> {
     let value = required(value, name)?;
     match value.cast::<PyString>() {
         Ok(s) => python_str(s, &name, ArgKind::Argument),
@@ -214,7 +210,7 @@ pub fn arg_str(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<String, E
 }
 
 /// An optional `str` argument (`None` = not given).
-pub fn arg_str_opt(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<Option<String>, Error> {
+pub fn arg_str_opt(value: Arg, name: &str) -> Result<Option<String>, Error> {
     let value = value.filter(|v| !v.is_none());
     value.map(|v| arg_str(Some(v), name)).transpose()
 }
@@ -233,11 +229,7 @@ pub fn arg_ms(value: &Bound<'_, PyAny>, name: &str) -> Result<u64, Error> {
 }
 
 /// An optional `bool` (`None` = `default`).
-pub fn arg_bool(
-    value: Option<&Bound<'_, PyAny>>,
-    name: &str,
-    default: bool,
-) -> Result<bool, Error> {
+pub fn arg_bool(value: Arg, name: &str, default: bool) -> Result<bool, Error> {
     match value.filter(|v| !v.is_none()) {
         None => Ok(default),
         Some(v) => v
@@ -248,7 +240,7 @@ pub fn arg_bool(
 }
 
 /// A file path: `str` or `os.PathLike`.
-pub fn arg_path(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<PathBuf, Error> {
+pub fn arg_path(value: Arg, name: &str) -> Result<PathBuf, Error> {
     let value = required(value, name)?;
     let refused =
         || ArgKind::Argument.wrong_type(name, "a str or an os.PathLike", &type_name(value));
@@ -260,10 +252,7 @@ pub fn arg_path(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<PathBuf,
 
 /// Keyword arguments (`name = value`, value optional) as a JSON object of the contract's
 /// camelCase keys, with the error code of `kind`: `(("filesChanged", "files_changed"), value)`.
-pub fn object_of(
-    fields: &[(&str, &str, Option<&Bound<'_, PyAny>>)],
-    kind: ArgKind,
-) -> Result<Value, Error> {
+pub fn object_of(fields: &[(&str, &str, Arg)], kind: ArgKind) -> Result<Value, Error> {
     let mut map = Map::new();
     for (key, name, value) in fields {
         if let Some(value) = value {
@@ -299,7 +288,7 @@ fn camel_case(keyword: &str) -> Option<String> {
 /// inside keep their keys: they are JSON shapes). A keyword that is not snake_case is
 /// `INVALID_CONFIG`; unknown keys reach the core, which rejects them with `INVALID_CONFIG` too.
 pub fn config_from_arguments(
-    base: Option<&Bound<'_, PyAny>>,
+    base: Arg,
     keywords: Option<&Bound<'_, PyDict>>,
 ) -> Result<Value, Error> {
     let config = ArgKind::Config;
@@ -317,20 +306,18 @@ pub fn config_from_arguments(
         let keyword = key_str(&k, &"keyword", config)?;
         let Some(key) = camel_case(&keyword) else {
             // `failureThreshold` → `failure_threshold`, for the message.
-            let hint: String = keyword
-                .chars()
-                .flat_map(|c| match c.is_ascii_uppercase() {
-                    true => vec!['_', c.to_ascii_lowercase()],
-                    false => vec![c],
-                })
-                .collect();
-            return Err(
-                config.error(if hint != keyword && camel_case(&hint).is_some() {
-                    format!("unknown keyword argument '{keyword}' (did you mean '{hint}'?)")
-                } else {
-                    format!("unknown keyword argument '{keyword}'")
-                }),
-            );
+            let mut hint = String::new();
+            for c in keyword.chars() {
+                if c.is_ascii_uppercase() {
+                    hint.push('_');
+                }
+                hint.push(c.to_ascii_lowercase());
+            }
+            let mut message = format!("unknown keyword argument '{keyword}'");
+            if hint != keyword && camel_case(&hint).is_some() {
+                message += &format!(" (did you mean '{hint}'?)");
+            }
+            return Err(config.error(message));
         };
         map.insert(key, to_json(&v, &keyword, config)?);
     }
@@ -342,8 +329,8 @@ pub fn config_from_arguments(
 /// with the GIL released (it may read a state file or connect to a store).
 pub fn construct<T: Send>(
     py: Python<'_>,
-    config: Option<&Bound<'_, PyAny>>,
-    clock: Option<&Bound<'_, PyAny>>,
+    config: Arg,
+    clock: Arg,
     options: Option<&Bound<'_, PyDict>>,
     make: impl Send + FnOnce(&Value, SharedClock) -> Result<T, Error>,
 ) -> PyResult<T> {
@@ -397,4 +384,21 @@ pub fn detached_py<'py, T: Serialize + Send>(
     f: impl Send + FnOnce() -> T,
 ) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, &detached(py, f)?)
+}
+
+/// [`detached_py`] for core calls that return a core `Result`.
+pub fn detached_result_py<'py, T: Serialize + Send>(
+    py: Python<'py>,
+    f: impl Send + FnOnce() -> Result<T, Error>,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &detached_result(py, f)?)
+}
+
+/// Runs a short core call (a read of the configuration) with the GIL held and returns its result
+/// as Python objects.
+pub fn attached_py<'py, T: Serialize>(
+    py: Python<'py>,
+    f: impl FnOnce() -> T,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &f())
 }
