@@ -86,11 +86,17 @@ fn walk(
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array)
     };
-    let entry = |map: &mut Map<String, Value>, k: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>| {
-        let key = key_str(k, at, kind)?;
-        let item = walk(v, &At::Key(at, &key), kind, depth + 1)?;
-        map.insert(key, item);
-        Ok::<_, Error>(())
+    type Pairs<'a, 'py> =
+        dyn Iterator<Item = Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), Error>> + 'a;
+    let object = |pairs: &mut Pairs<'_, '_>| {
+        let mut map = Map::new();
+        for pair in pairs {
+            let (k, v) = pair?;
+            let key = key_str(&k, at, kind)?;
+            let item = walk(&v, &At::Key(at, &key), kind, depth + 1)?;
+            map.insert(key, item);
+        }
+        Ok(Value::Object(map))
     };
     if value.is_none() {
         Ok(Value::Null)
@@ -112,22 +118,13 @@ fn walk(
     } else if let Ok(tuple) = value.cast::<PyTuple>() {
         items(&mut tuple.iter())
     } else if let Ok(dict) = value.cast::<PyDict>() {
-        let mut map = Map::new();
-        for (k, v) in dict.iter() {
-            entry(&mut map, &k, &v)?;
-        }
-        Ok(Value::Object(map))
+        object(&mut dict.iter().map(Ok))
     } else if value.is_instance_of::<PyType>() {
         Err(refused(value, at, kind))
     } else if let Ok(mapping) = value.cast::<PyMapping>() {
         let unreadable = |e: PyErr| kind.error(format_args!("{at}: cannot read the mapping: {e}"));
-        let mut map = Map::new();
-        for pair in mapping.items().map_err(unreadable)?.iter() {
-            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
-                pair.extract().map_err(unreadable)?;
-            entry(&mut map, &k, &v)?;
-        }
-        Ok(Value::Object(map))
+        let pairs = mapping.items().map_err(unreadable)?;
+        object(&mut pairs.iter().map(|pair| pair.extract().map_err(unreadable)))
     } else if value.hasattr("__fspath__").unwrap_or(false) {
         let path: PathBuf = value
             .extract()

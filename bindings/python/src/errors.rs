@@ -59,7 +59,8 @@ class AgentHalted(AgentBreakerError):
             verdict = {'action': 'halt', 'reason': None, 'message': verdict, 'nudge': None,
                        'taskId': None, 'step': 0, 'detail': None}
         elif not isinstance(verdict, dict):
-            raise TypeError(f'AgentHalted takes the halt verdict (a dict), not {type(verdict).__name__}')
+            raise TypeError('AgentHalted takes the halt verdict (a dict), '
+                            f'not {type(verdict).__name__}')
         self._verdict = verdict
         AgentBreakerError.__init__(self, verdict.get('message') or 'the task was halted')
 

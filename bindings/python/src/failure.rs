@@ -35,15 +35,9 @@ static METHOD_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// empty or cannot be computed (a broken `__str__` must not hide the failure). Lone surrogates
 /// are replaced, so every exception can be recorded.
 fn error_text(exception: &Bound<'_, PyAny>) -> String {
-    let text = exception
-        .str()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if text.is_empty() {
-        type_name(exception)
-    } else {
-        text
-    }
+    let text = exception.str().map(|s| s.to_string_lossy().into_owned());
+    let text = text.ok().filter(|t| !t.is_empty());
+    text.unwrap_or_else(|| type_name(exception))
 }
 
 impl FailureBreaker {
@@ -144,16 +138,16 @@ event_source_class! {
             (permission.allowed, permission.message).into_pyobject(py)
         }
 
-        /// The first half of a guarded call: raises `CircuitOpenError` (with the refusal message) when
-        /// the breaker says no, else returns the permission's message (`None` when CLOSED). Record
-        /// the outcome with `record_success`/`record_failure` afterwards.
+        /// The first half of a guarded call: raises `CircuitOpenError` (with the refusal message)
+        /// when the breaker says no, else returns the permission's message (`None` when CLOSED).
+        /// Record the outcome with `record_success`/`record_failure` afterwards.
         fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<String>> {
             Ok(self.acquire(py)?.message)
         }
 
         /// Runs `func(*args, **kwargs)` through the breaker and returns its result: raises
-        /// `CircuitOpenError` without running it when refused; records a success when it returns and
-        /// a failure (`str(exc)`, or the class name when that is empty) when it raises an
+        /// `CircuitOpenError` without running it when refused; records a success when it returns
+        /// and a failure (`str(exc)`, or the class name when that is empty) when it raises an
         /// `Exception`, which propagates unchanged. Other `BaseException`s record nothing.
         #[pyo3(signature = (func, /, *args, **kwargs))]
         fn call<'py>(
@@ -167,8 +161,8 @@ event_source_class! {
             self.guarded_call(py, func, args, kwargs)
         }
 
-        /// `with breaker:` asks for permission (raising `CircuitOpenError` when refused, so the body
-        /// never runs) ...
+        /// `with breaker:` asks for permission (raising `CircuitOpenError` when refused, so the
+        /// body never runs) ...
         fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
             slf.get().acquire(slf.py())?;
             Ok(slf)
@@ -213,7 +207,8 @@ event_source_class! {
     /// The persistent form of the state (a dict; `restore` takes it back).
     fn snapshot = detached_py(snapshot);
     /// Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED).
-    fn restore(snapshot: required_json(Snapshot) "($self, snapshot)") = detached_result_py(restore_json);
+    fn restore(snapshot: required_json(Snapshot) "($self, snapshot)")
+        = detached_result_py(restore_json);
     /// Writes the snapshot to `path` atomically.
     fn save(path: arg_path "($self, path)") = detached_result_py(save);
     /// Restores from `path`; False (and no change) when the file does not exist.
@@ -245,12 +240,9 @@ pub struct GuardedFunction {
 impl GuardedFunction {
     #[new]
     fn new(breaker: Bound<'_, FailureBreaker>, func: Bound<'_, PyAny>) -> PyResult<Self> {
-        let py = func.py();
-        callable(&func, "a guarded function").or_raise(py)?;
-        Ok(GuardedFunction {
-            breaker: breaker.unbind(),
-            func: func.unbind(),
-        })
+        callable(&func, "a guarded function").or_raise(func.py())?;
+        let (breaker, func) = (breaker.unbind(), func.unbind());
+        Ok(GuardedFunction { breaker, func })
     }
 
     #[pyo3(signature = (*args, **kwargs))]
@@ -269,9 +261,8 @@ impl GuardedFunction {
     fn __get__<'py>(
         slf: Bound<'py, Self>,
         instance: Option<Bound<'py, PyAny>>,
-        owner: Option<Bound<'py, PyAny>>,
+        _owner: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = owner;
         match instance {
             Some(instance) if !instance.is_none() => {
                 let py = slf.py();

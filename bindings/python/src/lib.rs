@@ -16,16 +16,18 @@
 /// `listeners`: its Python callables) and its one `#[pymethods]` block, which has the constructor
 /// `$class(config=None, /, *, clock=None, **options)` (`convert::construct`), the listener methods,
 /// the methods written out in the braces, and after them the forwarders: `fn name = how(core);`
-/// is `how(py, || self.inner.core())` (`convert::detached_py` with the GIL released,
-/// `convert::attached_py` with it held); `fn name(arg: conv "text signature") = how(core);` first
-/// converts its one argument with `convert::conv(arg, "arg")` (`conv(Kind)` adds an `ArgKind`).
+/// is `how(py, || self.inner.core())` inside the panic boundary (`convert::detached_py` with the
+/// GIL released, `convert::attached_py` with it held); `fn name(arg: conv "text signature") =
+/// how(core);` first converts its one argument, declared with a `None` default, with
+/// `convert::conv(arg, "arg")` (`conv(Kind)` adds an `ArgKind`) and passes it by reference.
 macro_rules! event_source_class {
     (
         $(#[$doc:meta])*
         $class:ident { $($methods:tt)* }
         $(
             $(#[$m:meta])*
-            fn $name:ident $(($arg:ident: $conv:ident $(($kind:ident))? $sig:literal))? = $how:ident($core:ident);
+            fn $name:ident $(($arg:ident: $conv:ident $(($kind:ident))? $sig:literal))?
+                = $how:ident($core:ident);
         )*
     ) => {
         $(#[$doc])*

@@ -40,14 +40,9 @@ impl PyListeners {
         let shared = Arc::new(callback.clone().unbind());
         let for_core = Arc::clone(&shared);
         let id = register(Arc::new(move |event: &Event| {
-            let outcome = Python::try_attach(|py| {
-                let event = to_py(py, event)?;
-                for_core.call1(py, (event,)).map(drop)
-            });
-            match outcome {
-                Some(result) => result.map_err(|e| e.to_string().into()),
-                None => Err("the Python interpreter is not available".into()),
-            }
+            let outcome = Python::try_attach(|py| for_core.call1(py, (to_py(py, event)?,)));
+            let outcome = outcome.ok_or("the Python interpreter is not available")?;
+            outcome.map(drop).map_err(|e| e.to_string().into())
         }));
         self.lock().push((id, shared));
         Ok(callback.clone())

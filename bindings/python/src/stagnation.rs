@@ -94,7 +94,8 @@ event_source_class! {
     /// The persistent form of the state.
     fn snapshot = detached_py(snapshot);
     /// Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED).
-    fn restore(snapshot: required_json(Snapshot) "($self, snapshot)") = detached_result_py(restore_json);
+    fn restore(snapshot: required_json(Snapshot) "($self, snapshot)")
+        = detached_result_py(restore_json);
     /// `"CLOSED"`, `"HALF_OPEN"` or `"OPEN"`.
     #[getter]
     fn state = detached_py(state);
