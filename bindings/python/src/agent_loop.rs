@@ -55,7 +55,7 @@ event_source_class! {
                     ("testsPassing", "tests_passing", tests_passing),
                     ("error", "error", error),
                 ];
-                let mut observation = object_of(&fields, ArgKind::Argument).or_raise(py)?;
+                let mut observation = object_of(&fields).or_raise(py)?;
                 if let (Some(events), Value::Object(map)) = (events, &mut observation) {
                     map.insert("events".to_string(), events_to_json(events).or_raise(py)?);
                 }

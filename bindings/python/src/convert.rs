@@ -247,13 +247,13 @@ pub fn arg_path(value: Arg, name: &str) -> Result<PathBuf, Error> {
     value.extract::<PathBuf>().map_err(|_| refused())
 }
 
-/// Keyword arguments (`name = value`, value optional) as a JSON object of the contract's
-/// camelCase keys, with the error code of `kind`: `(("filesChanged", "files_changed"), value)`.
-pub fn object_of(fields: &[(&str, &str, Arg)], kind: ArgKind) -> Result<Value, Error> {
+/// Keyword arguments (`name = value`, value optional) as the argument object the core parses, of
+/// the contract's camelCase keys: `("filesChanged", "files_changed", value)`.
+pub fn object_of(fields: &[(&str, &str, Arg)]) -> Result<Value, Error> {
     let mut map = Map::new();
     for (key, name, value) in fields {
         if let Some(value) = value {
-            map.insert(key.to_string(), to_json(value, name, kind)?);
+            map.insert(key.to_string(), to_json(value, name, ArgKind::Argument)?);
         }
     }
     Ok(Value::Object(map))

@@ -1,6 +1,5 @@
 //! `StagnationBreaker` (contract section 3).
 
-use agentbreaker::interop::ArgKind;
 use agentbreaker::{AgentStep, IterationMetrics};
 use pyo3::prelude::*;
 
@@ -28,9 +27,8 @@ event_source_class! {
                     ("testsPassing", "tests_passing", tests_passing),
                     ("outputLength", "output_length", output_length),
                 ];
-                let metrics = object_of(&fields, ArgKind::Argument)
-                    .and_then(|m| IterationMetrics::from_json(&m))
-                    .or_raise(py)?;
+                let metrics = IterationMetrics::from_json(&object_of(&fields).or_raise(py)?);
+                let metrics = metrics.or_raise(py)?;
                 detached(py, || self.inner.record_progress(metrics))
             })
         }
@@ -68,9 +66,7 @@ event_source_class! {
                     ("result", "result", result),
                     ("failed", "failed", failed),
                 ];
-                let step = object_of(&fields, ArgKind::Argument)
-                    .and_then(|s| AgentStep::from_json(&s))
-                    .or_raise(py)?;
+                let step = AgentStep::from_json(&object_of(&fields).or_raise(py)?).or_raise(py)?;
                 detached(py, || self.inner.record_step(&step))
             })
         }
