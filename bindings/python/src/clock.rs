@@ -32,18 +32,14 @@ impl ManualClock {
 
     /// Sets the time in ms (going backwards is allowed; breakers count it as no time passing).
     fn set(&self, py: Python<'_>, ms: &Bound<'_, PyAny>) -> PyResult<()> {
-        boundary(py, || {
-            arg_ms(ms, "ms").map(|ms| self.inner.set(ms)).or_raise(py)
-        })
+        let set = |ms| self.inner.set(ms);
+        boundary(py, || arg_ms(ms, "ms").map(set).or_raise(py))
     }
 
     /// Moves the time forward by `ms`.
     fn advance(&self, py: Python<'_>, ms: &Bound<'_, PyAny>) -> PyResult<()> {
-        boundary(py, || {
-            arg_ms(ms, "ms")
-                .map(|ms| self.inner.advance(ms))
-                .or_raise(py)
-        })
+        let advance = |ms| self.inner.advance(ms);
+        boundary(py, || arg_ms(ms, "ms").map(advance).or_raise(py))
     }
 
     /// The current time in ms.

@@ -27,10 +27,8 @@ use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 
 /// The Python type name of `value`, for messages.
 pub fn type_name(value: &Bound<'_, PyAny>) -> String {
-    value
-        .get_type()
-        .name()
-        .map_or_else(|_| "object".to_string(), |n| n.to_string())
+    let name = value.get_type().name();
+    name.map_or_else(|_| "object".to_string(), |n| n.to_string())
 }
 
 /// An argument declared with a `None` default (`None` when left out): its conversion here, not
@@ -108,9 +106,8 @@ fn walk(
             .map_err(|_| kind.out_of_range(&at.to_string()))
     } else if let Ok(f) = value.cast::<PyFloat>() {
         let x = f.value();
-        float(x)
-            .map(Value::Number)
-            .ok_or_else(|| kind.not_finite(&at.to_string(), x))
+        let n = float(x).ok_or_else(|| kind.not_finite(&at.to_string(), x));
+        n.map(Value::Number)
     } else if let Ok(s) = value.cast::<PyString>() {
         python_str(s, at, kind).map(Value::String)
     } else if let Ok(list) = value.cast::<PyList>() {

@@ -125,15 +125,9 @@ event_source_class! {
                     _ => detached(py, || self.inner.should_allow_operation())?,
                 }
             };
-            if let Permission {
-                allowed: true,
-                message: None,
-            } = permission
-            {
-                let allowed = (true, py.None());
-                let allowed =
-                    ALLOWED.get_or_try_init(py, || allowed.into_pyobject(py).map(Bound::unbind))?;
-                return Ok(allowed.bind(py).clone());
+            if permission.allowed && permission.message.is_none() {
+                let init = || (true, py.None()).into_pyobject(py).map(Bound::unbind);
+                return Ok(ALLOWED.get_or_try_init(py, init)?.bind(py).clone());
             }
             (permission.allowed, permission.message).into_pyobject(py)
         }
@@ -252,9 +246,8 @@ impl GuardedFunction {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.breaker
-            .get()
-            .guarded_call(py, self.func.bind(py), args, kwargs)
+        let func = self.func.bind(py);
+        self.breaker.get().guarded_call(py, func, args, kwargs)
     }
 
     /// A method of a class binds its instance, as a plain function does.
@@ -265,10 +258,8 @@ impl GuardedFunction {
     ) -> PyResult<Bound<'py, PyAny>> {
         match instance {
             Some(instance) if !instance.is_none() => {
-                let py = slf.py();
-                METHOD_TYPE
-                    .import(py, "types", "MethodType")?
-                    .call1((slf, instance))
+                let method_type = METHOD_TYPE.import(slf.py(), "types", "MethodType")?;
+                method_type.call1((slf, instance))
             }
             _ => Ok(slf.into_any()),
         }

@@ -100,10 +100,8 @@ pub fn metric_updates<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     boundary(py, || {
         let event = to_json(event, "event", ArgKind::Event).or_raise(py)?;
-        updates_to_py(
-            py,
-            &metrics::json_event_updates(&event, breaker, Options { task }),
-        )
+        let updates = metrics::json_event_updates(&event, breaker, Options { task });
+        updates_to_py(py, &updates)
     })
 }
 

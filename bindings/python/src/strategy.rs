@@ -78,10 +78,8 @@ impl FixPlan {
             let config = StrategyConfig::fix_plan_from_json(config)?;
             Ok(agentbreaker::ExitStrategy::with_clock(config, clock))
         })?;
-        let strategy = ExitStrategy {
-            inner,
-            listeners: Default::default(),
-        };
+        let listeners = Default::default();
+        let strategy = ExitStrategy { inner, listeners };
         Ok(PyClassInitializer::from(strategy).add_subclass(FixPlan))
     }
 
