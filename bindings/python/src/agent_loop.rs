@@ -6,19 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use serde_json::Value;
 
-use crate::convert::{detached_py, object_of, to_json, to_py};
-use crate::errors::{IntoPyResult, boundary, detached, detached_result};
-use crate::listeners::PyListeners;
-
-/// Analyzes each response, applies an exit strategy, watches for stagnation and budget halts, and
-/// says continue or exit: `Loop(max_iterations=50, strategy={...}, stagnation={...},
-/// budget={...})`.
-#[pyclass(frozen, subclass, module = "agentbreaker")]
-#[derive(Debug)]
-pub struct Loop {
-    inner: agentbreaker::Loop,
-    listeners: PyListeners,
-}
+use crate::convert::{Arg, detached_result_py, object_of, to_json};
+use crate::errors::{IntoPyResult, boundary, detached};
 
 /// `events=`: a list of event dicts. An item that cannot be converted is a malformed event
 /// (`INVALID_EVENT`, as the core reports a malformed event in the list); anything but a list is
@@ -36,55 +25,54 @@ fn events_to_json(events: &Bound<'_, PyAny>) -> Result<Value, Error> {
     items.collect::<Result<Vec<_>, _>>().map(Value::Array)
 }
 
-event_source_class!(Loop {
-    /// One iteration: the agent's `output`, with what changed and the budget events it produced.
-    /// Returns `{action, reason, outcome, iteration, analysis, breaker, halt}`.
-    #[pyo3(
-        signature = (
-            output = None, *, files_changed = None, tests_passing = None, error = None,
-            events = None
-        ),
-        text_signature = "($self, output, *, files_changed=0, tests_passing=0, error=None, events=None)"
-    )]
-    fn observe<'py>(
-        &self,
-        py: Python<'py>,
-        output: Option<&Bound<'py, PyAny>>,
-        files_changed: Option<&Bound<'py, PyAny>>,
-        tests_passing: Option<&Bound<'py, PyAny>>,
-        error: Option<&Bound<'py, PyAny>>,
-        events: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        boundary(py, || {
-            let fields = [
-                ("output", "output", output),
-                ("filesChanged", "files_changed", files_changed),
-                ("testsPassing", "tests_passing", tests_passing),
-                ("error", "error", error),
-            ];
-            let mut observation = object_of(&fields, ArgKind::Argument).or_raise(py)?;
-            if let (Some(events), Value::Object(map)) = (events, &mut observation) {
-                map.insert("events".to_string(), events_to_json(events).or_raise(py)?);
-            }
-            to_py(py, &detached_result(py, || self.inner.observe_json(&observation))?)
-        })
-    }
+event_source_class! {
+    /// Analyzes each response, applies an exit strategy, watches for stagnation and budget halts,
+    /// and says continue or exit: `Loop(max_iterations=50, strategy={...}, stagnation={...},
+    /// budget={...})`.
+    Loop {
+        /// One iteration: the agent's `output`, with what changed and the budget events it
+        /// produced. Returns `{action, reason, outcome, iteration, analysis, breaker, halt}`.
+        #[pyo3(
+            signature = (
+                output = None, *, files_changed = None, tests_passing = None, error = None,
+                events = None
+            ),
+            text_signature = "($self, output, *, files_changed=0, tests_passing=0, error=None, events=None)"
+        )]
+        fn observe<'py>(
+            &self,
+            py: Python<'py>,
+            output: Arg,
+            files_changed: Arg,
+            tests_passing: Arg,
+            error: Arg,
+            events: Arg,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            boundary(py, || {
+                let fields = [
+                    ("output", "output", output),
+                    ("filesChanged", "files_changed", files_changed),
+                    ("testsPassing", "tests_passing", tests_passing),
+                    ("error", "error", error),
+                ];
+                let mut observation = object_of(&fields).or_raise(py)?;
+                if let (Some(events), Value::Object(map)) = (events, &mut observation) {
+                    map.insert("events".to_string(), events_to_json(events).or_raise(py)?);
+                }
+                detached_result_py(py, || self.inner.observe_json(&observation))
+            })
+        }
 
+        fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+            let inner = &slf.get().inner;
+            let status = detached(slf.py(), || inner.status())?;
+            let exited = if status.exited { "True" } else { "False" };
+            let (name, iteration) = (slf.get_type().name()?, status.iteration);
+            Ok(format!("{name}(iteration={iteration}, exited={exited})"))
+        }
+    }
     /// `{iteration, exited, reason, outcome, breaker, budget}`.
-    fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        detached_py(py, || self.inner.status())
-    }
-
+    fn get_status = detached_py(status);
     /// Starts over: iteration 0, every component reset.
-    fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        detached(py, || self.inner.reset())
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let inner = &slf.get().inner;
-        let status = detached(slf.py(), || inner.status())?;
-        let exited = if status.exited { "True" } else { "False" };
-        let (name, iteration) = (slf.get_type().name()?, status.iteration);
-        Ok(format!("{name}(iteration={iteration}, exited={exited})"))
-    }
-});
+    fn reset = detached_py(reset);
+}

@@ -7,7 +7,7 @@ use agentbreaker::interop::ArgKind;
 use agentbreaker::{Clock, SharedClock};
 use pyo3::prelude::*;
 
-use crate::convert::{arg_ms, type_name};
+use crate::convert::{Arg, arg_ms, type_name};
 use crate::errors::{IntoPyResult, boundary};
 
 /// A clock that only moves when told to: `set(ms)`, `advance(ms)`, `now()`. Share one between
@@ -22,30 +22,24 @@ pub struct ManualClock {
 impl ManualClock {
     #[new]
     #[pyo3(signature = (start_ms = None), text_signature = "(start_ms=0)")]
-    fn new(py: Python<'_>, start_ms: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn new(py: Python<'_>, start_ms: Arg) -> PyResult<Self> {
         boundary(py, || {
-            let start = start_ms
-                .map_or(Ok(0), |v| arg_ms(v, "start_ms"))
-                .or_raise(py)?;
-            let inner = agentbreaker::ManualClock::shared(start);
+            let start = start_ms.map_or(Ok(0), |v| arg_ms(v, "start_ms"));
+            let inner = agentbreaker::ManualClock::shared(start.or_raise(py)?);
             Ok(ManualClock { inner })
         })
     }
 
     /// Sets the time in ms (going backwards is allowed; breakers count it as no time passing).
     fn set(&self, py: Python<'_>, ms: &Bound<'_, PyAny>) -> PyResult<()> {
-        boundary(py, || {
-            arg_ms(ms, "ms").map(|ms| self.inner.set(ms)).or_raise(py)
-        })
+        let set = |ms| self.inner.set(ms);
+        boundary(py, || arg_ms(ms, "ms").map(set).or_raise(py))
     }
 
     /// Moves the time forward by `ms`.
     fn advance(&self, py: Python<'_>, ms: &Bound<'_, PyAny>) -> PyResult<()> {
-        boundary(py, || {
-            arg_ms(ms, "ms")
-                .map(|ms| self.inner.advance(ms))
-                .or_raise(py)
-        })
+        let advance = |ms| self.inner.advance(ms);
+        boundary(py, || arg_ms(ms, "ms").map(advance).or_raise(py))
     }
 
     /// The current time in ms.
@@ -81,16 +75,15 @@ impl SystemClock {
 }
 
 /// The clock a breaker is built on: `None` is the system clock.
-pub fn from_keyword(clock: Option<&Bound<'_, PyAny>>) -> Result<SharedClock, agentbreaker::Error> {
-    match clock.filter(|c| !c.is_none()) {
-        None => Ok(agentbreaker::SystemClock::shared()),
-        Some(c) if c.cast::<SystemClock>().is_ok() => Ok(agentbreaker::SystemClock::shared()),
-        Some(c) => match c.cast::<ManualClock>() {
-            Ok(manual) => Ok(manual.get().inner.clone()),
-            Err(_) => {
-                let expected = "a ManualClock, a SystemClock or None";
-                Err(ArgKind::Config.wrong_type("clock", expected, &type_name(c)))
-            }
-        },
+pub fn from_keyword(clock: Arg) -> Result<SharedClock, agentbreaker::Error> {
+    let Some(c) = clock.filter(|c| !c.is_none() && !c.is_instance_of::<SystemClock>()) else {
+        return Ok(agentbreaker::SystemClock::shared());
+    };
+    match c.cast::<ManualClock>() {
+        Ok(manual) => Ok(manual.get().inner.clone()),
+        Err(_) => {
+            let expected = "a ManualClock, a SystemClock or None";
+            Err(ArgKind::Config.wrong_type("clock", expected, &type_name(c)))
+        }
     }
 }

@@ -27,11 +27,13 @@ use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 
 /// The Python type name of `value`, for messages.
 pub fn type_name(value: &Bound<'_, PyAny>) -> String {
-    value
-        .get_type()
-        .name()
-        .map_or_else(|_| "object".to_string(), |n| n.to_string())
+    let name = value.get_type().name();
+    name.map_or_else(|_| "object".to_string(), |n| n.to_string())
 }
+
+/// An argument declared with a `None` default (`None` when left out): its conversion here, not
+/// pyo3's, decides the error (and its code) of a missing or wrong one.
+pub type Arg<'a, 'py> = Option<&'a Bound<'py, PyAny>>;
 
 /// Converts a Python value to JSON. `what` names the value in messages (`"snapshot"`,
 /// `"failure_threshold"`); `kind` decides the error code.
@@ -82,11 +84,17 @@ fn walk(
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array)
     };
-    let entry = |map: &mut Map<String, Value>, k: &Bound<'_, PyAny>, v: &Bound<'_, PyAny>| {
-        let key = key_str(k, at, kind)?;
-        let item = walk(v, &At::Key(at, &key), kind, depth + 1)?;
-        map.insert(key, item);
-        Ok::<_, Error>(())
+    type Pairs<'a, 'py> =
+        dyn Iterator<Item = Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), Error>> + 'a;
+    let object = |pairs: &mut Pairs<'_, '_>| {
+        let mut map = Map::new();
+        for pair in pairs {
+            let (k, v) = pair?;
+            let key = key_str(&k, at, kind)?;
+            let item = walk(&v, &At::Key(at, &key), kind, depth + 1)?;
+            map.insert(key, item);
+        }
+        Ok(Value::Object(map))
     };
     if value.is_none() {
         Ok(Value::Null)
@@ -98,9 +106,8 @@ fn walk(
             .map_err(|_| kind.out_of_range(&at.to_string()))
     } else if let Ok(f) = value.cast::<PyFloat>() {
         let x = f.value();
-        float(x)
-            .map(Value::Number)
-            .ok_or_else(|| kind.not_finite(&at.to_string(), x))
+        let n = float(x).ok_or_else(|| kind.not_finite(&at.to_string(), x));
+        n.map(Value::Number)
     } else if let Ok(s) = value.cast::<PyString>() {
         python_str(s, at, kind).map(Value::String)
     } else if let Ok(list) = value.cast::<PyList>() {
@@ -108,22 +115,13 @@ fn walk(
     } else if let Ok(tuple) = value.cast::<PyTuple>() {
         items(&mut tuple.iter())
     } else if let Ok(dict) = value.cast::<PyDict>() {
-        let mut map = Map::new();
-        for (k, v) in dict.iter() {
-            entry(&mut map, &k, &v)?;
-        }
-        Ok(Value::Object(map))
+        object(&mut dict.iter().map(Ok))
     } else if value.is_instance_of::<PyType>() {
         Err(refused(value, at, kind))
     } else if let Ok(mapping) = value.cast::<PyMapping>() {
         let unreadable = |e: PyErr| kind.error(format_args!("{at}: cannot read the mapping: {e}"));
-        let mut map = Map::new();
-        for pair in mapping.items().map_err(unreadable)?.iter() {
-            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
-                pair.extract().map_err(unreadable)?;
-            entry(&mut map, &k, &v)?;
-        }
-        Ok(Value::Object(map))
+        let pairs = mapping.items().map_err(unreadable)?;
+        object(&mut pairs.iter().map(|pair| pair.extract().map_err(unreadable)))
     } else if value.hasattr("__fspath__").unwrap_or(false) {
         let path: PathBuf = value
             .extract()
@@ -185,27 +183,19 @@ pub fn required<'a, 'py>(
 }
 
 /// A required argument converted to JSON with the error code of `kind`.
-pub fn required_json(
-    value: Option<&Bound<'_, PyAny>>,
-    name: &str,
-    kind: ArgKind,
-) -> Result<Value, Error> {
+pub fn required_json(value: Arg, name: &str, kind: ArgKind) -> Result<Value, Error> {
     to_json(required(value, name)?, name, kind)
 }
 
 /// An argument converted to JSON, `None` (or left out) as `null`: for the Monitor, whose core
 /// reports a `null` event or snapshot with the event's or snapshot's own code, as every binding's
 /// `null` does (the conformance suite's `{"event": null}`).
-pub fn json_or_null(
-    value: Option<&Bound<'_, PyAny>>,
-    name: &str,
-    kind: ArgKind,
-) -> Result<Value, Error> {
+pub fn json_or_null(value: Arg, name: &str, kind: ArgKind) -> Result<Value, Error> {
     value.map_or(Ok(Value::Null), |v| to_json(v, name, kind))
 }
 
 /// A required `str` argument.
-pub fn arg_str(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<String, Error> {
+pub fn arg_str(value: Arg, name: &str) -> Result<String, Error> {
     let value = required(value, name)?;
     match value.cast::<PyString>() {
         Ok(s) => python_str(s, &name, ArgKind::Argument),
@@ -214,7 +204,7 @@ pub fn arg_str(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<String, E
 }
 
 /// An optional `str` argument (`None` = not given).
-pub fn arg_str_opt(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<Option<String>, Error> {
+pub fn arg_str_opt(value: Arg, name: &str) -> Result<Option<String>, Error> {
     let value = value.filter(|v| !v.is_none());
     value.map(|v| arg_str(Some(v), name)).transpose()
 }
@@ -233,11 +223,7 @@ pub fn arg_ms(value: &Bound<'_, PyAny>, name: &str) -> Result<u64, Error> {
 }
 
 /// An optional `bool` (`None` = `default`).
-pub fn arg_bool(
-    value: Option<&Bound<'_, PyAny>>,
-    name: &str,
-    default: bool,
-) -> Result<bool, Error> {
+pub fn arg_bool(value: Arg, name: &str, default: bool) -> Result<bool, Error> {
     match value.filter(|v| !v.is_none()) {
         None => Ok(default),
         Some(v) => v
@@ -248,7 +234,7 @@ pub fn arg_bool(
 }
 
 /// A file path: `str` or `os.PathLike`.
-pub fn arg_path(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<PathBuf, Error> {
+pub fn arg_path(value: Arg, name: &str) -> Result<PathBuf, Error> {
     let value = required(value, name)?;
     let refused =
         || ArgKind::Argument.wrong_type(name, "a str or an os.PathLike", &type_name(value));
@@ -258,16 +244,13 @@ pub fn arg_path(value: Option<&Bound<'_, PyAny>>, name: &str) -> Result<PathBuf,
     value.extract::<PathBuf>().map_err(|_| refused())
 }
 
-/// Keyword arguments (`name = value`, value optional) as a JSON object of the contract's
-/// camelCase keys, with the error code of `kind`: `(("filesChanged", "files_changed"), value)`.
-pub fn object_of(
-    fields: &[(&str, &str, Option<&Bound<'_, PyAny>>)],
-    kind: ArgKind,
-) -> Result<Value, Error> {
+/// Keyword arguments (`name = value`, value optional) as the argument object the core parses, of
+/// the contract's camelCase keys: `("filesChanged", "files_changed", value)`.
+pub fn object_of(fields: &[(&str, &str, Arg)]) -> Result<Value, Error> {
     let mut map = Map::new();
     for (key, name, value) in fields {
         if let Some(value) = value {
-            map.insert(key.to_string(), to_json(value, name, kind)?);
+            map.insert(key.to_string(), to_json(value, name, ArgKind::Argument)?);
         }
     }
     Ok(Value::Object(map))
@@ -299,7 +282,7 @@ fn camel_case(keyword: &str) -> Option<String> {
 /// inside keep their keys: they are JSON shapes). A keyword that is not snake_case is
 /// `INVALID_CONFIG`; unknown keys reach the core, which rejects them with `INVALID_CONFIG` too.
 pub fn config_from_arguments(
-    base: Option<&Bound<'_, PyAny>>,
+    base: Arg,
     keywords: Option<&Bound<'_, PyDict>>,
 ) -> Result<Value, Error> {
     let config = ArgKind::Config;
@@ -317,20 +300,18 @@ pub fn config_from_arguments(
         let keyword = key_str(&k, &"keyword", config)?;
         let Some(key) = camel_case(&keyword) else {
             // `failureThreshold` → `failure_threshold`, for the message.
-            let hint: String = keyword
-                .chars()
-                .flat_map(|c| match c.is_ascii_uppercase() {
-                    true => vec!['_', c.to_ascii_lowercase()],
-                    false => vec![c],
-                })
-                .collect();
-            return Err(
-                config.error(if hint != keyword && camel_case(&hint).is_some() {
-                    format!("unknown keyword argument '{keyword}' (did you mean '{hint}'?)")
-                } else {
-                    format!("unknown keyword argument '{keyword}'")
-                }),
-            );
+            let mut hint = String::new();
+            for c in keyword.chars() {
+                if c.is_ascii_uppercase() {
+                    hint.push('_');
+                }
+                hint.push(c.to_ascii_lowercase());
+            }
+            let mut message = format!("unknown keyword argument '{keyword}'");
+            if hint != keyword && camel_case(&hint).is_some() {
+                message += &format!(" (did you mean '{hint}'?)");
+            }
+            return Err(config.error(message));
         };
         map.insert(key, to_json(&v, &keyword, config)?);
     }
@@ -342,8 +323,8 @@ pub fn config_from_arguments(
 /// with the GIL released (it may read a state file or connect to a store).
 pub fn construct<T: Send>(
     py: Python<'_>,
-    config: Option<&Bound<'_, PyAny>>,
-    clock: Option<&Bound<'_, PyAny>>,
+    config: Arg,
+    clock: Arg,
     options: Option<&Bound<'_, PyDict>>,
     make: impl Send + FnOnce(&Value, SharedClock) -> Result<T, Error>,
 ) -> PyResult<T> {
@@ -397,4 +378,21 @@ pub fn detached_py<'py, T: Serialize + Send>(
     f: impl Send + FnOnce() -> T,
 ) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, &detached(py, f)?)
+}
+
+/// [`detached_py`] for core calls that return a core `Result`.
+pub fn detached_result_py<'py, T: Serialize + Send>(
+    py: Python<'py>,
+    f: impl Send + FnOnce() -> Result<T, Error>,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &detached_result(py, f)?)
+}
+
+/// Runs a short core call (a read of the configuration) with the GIL held and returns its result
+/// as Python objects.
+pub fn attached_py<'py, T: Serialize>(
+    py: Python<'py>,
+    f: impl FnOnce() -> T,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &f())
 }

@@ -5,144 +5,94 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use agentbreaker::Error;
 use agentbreaker::interop::{catch, panic_error};
+use agentbreaker::{ERROR_CODES, Error};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyType};
 
-/// One class per code of `agentbreaker::ERROR_CODES`: code, name, the builtins it also derives
-/// from (so `except ValueError` works where Python users expect it to), docstring.
-const CLASSES: [(&str, &str, &str, &str); 8] = [
-    (
-        "INVALID_CONFIG",
-        "InvalidConfigError",
-        "ValueError TypeError",
-        "A configuration value has the wrong type, is out of range, or is an unknown keyword.",
-    ),
-    (
-        "INVALID_ARGUMENT",
-        "InvalidArgumentError",
-        "ValueError TypeError",
-        "An argument has the wrong type or value, or the operation is not allowed now.",
-    ),
-    (
-        "INVALID_EVENT",
-        "InvalidEventError",
-        "ValueError",
-        "An event (BudgetBreaker.ingest, Monitor.observe) is malformed.",
-    ),
-    (
-        "INVALID_SNAPSHOT",
-        "InvalidSnapshotError",
-        "ValueError",
-        "A snapshot or state file is malformed, of another kind, or of an unknown version.",
-    ),
-    (
-        "IO",
-        "PersistenceError",
-        "OSError",
-        "Reading or writing a state file failed (code IO).",
-    ),
-    (
-        "INTERNAL",
-        "InternalError",
-        "RuntimeError",
-        "A bug in agentbreaker: a panic caught at the language boundary.",
-    ),
-    (
-        "CIRCUIT_OPEN",
-        "CircuitOpenError",
-        "",
-        "A guarded call was refused because the circuit is open; the message says why.",
-    ),
-    (
-        "HALTED",
-        "AgentHalted",
-        "",
-        "A Monitor halted the task: raise it with the halt verdict to stop the agent's code; \
-         `verdict` holds the verdict dict, str(error) its message.",
-    ),
-];
+/// The classes, defined once (run by [`classes`] with `__name__` = `agentbreaker.exceptions`,
+/// where users import them from): one per code of `agentbreaker::ERROR_CODES`, also deriving from
+/// the builtins a Python user would catch for it. `AgentHalted` is built from the halt verdict
+/// (or, when a core error carries only the message, from that), keeps it and pickles with it.
+/// `CLASSES` lists them in the order of `ERROR_CODES`, after the base class.
+const SOURCE: &std::ffi::CStr = c"
+class AgentBreakerError(Exception):
+    '''Base class of every agentbreaker error; `code` names the kind (a subclass per code).'''
+    code = ''
 
-/// The base class.
-const BASE: (&str, &str, &str) = (
-    "",
-    "AgentBreakerError",
-    "Base class of every agentbreaker error; `code` names the kind (a subclass per code).",
-);
+class InvalidConfigError(AgentBreakerError, ValueError, TypeError):
+    '''A configuration value has the wrong type, is out of range, or is an unknown keyword.'''
+    code = 'INVALID_CONFIG'
 
-/// What `AgentHalted` adds to a plain class: it is built from the halt verdict (or, when a core
-/// error carries only the message, from that) and keeps it; it pickles with it.
-const AGENT_HALTED_BODY: &std::ffi::CStr = c"
-def __init__(self, verdict, /):
-    if isinstance(verdict, str):
-        verdict = {'action': 'halt', 'reason': None, 'message': verdict, 'nudge': None,
-                   'taskId': None, 'step': 0, 'detail': None}
-    elif not isinstance(verdict, dict):
-        raise TypeError(f'AgentHalted takes the halt verdict (a dict), not {type(verdict).__name__}')
-    self._verdict = verdict
-    AgentBreakerError.__init__(self, verdict.get('message') or 'the task was halted')
+class InvalidArgumentError(AgentBreakerError, ValueError, TypeError):
+    '''An argument has the wrong type or value, or the operation is not allowed now.'''
+    code = 'INVALID_ARGUMENT'
 
-def verdict(self):
-    '''The halt verdict: {action, reason, message, nudge, taskId, step, detail}.'''
-    return self._verdict
+class InvalidEventError(AgentBreakerError, ValueError):
+    '''An event (BudgetBreaker.ingest, Monitor.observe) is malformed.'''
+    code = 'INVALID_EVENT'
 
-verdict = property(verdict)
+class InvalidSnapshotError(AgentBreakerError, ValueError):
+    '''A snapshot or state file is malformed, of another kind, or of an unknown version.'''
+    code = 'INVALID_SNAPSHOT'
 
-def __reduce__(self):
-    return (type(self), (self._verdict,))
+class PersistenceError(AgentBreakerError, OSError):
+    '''Reading or writing a state file failed (code IO).'''
+    code = 'IO'
+
+class InternalError(AgentBreakerError, RuntimeError):
+    '''A bug in agentbreaker: a panic caught at the language boundary.'''
+    code = 'INTERNAL'
+
+class CircuitOpenError(AgentBreakerError):
+    '''A guarded call was refused because the circuit is open; the message says why.'''
+    code = 'CIRCUIT_OPEN'
+
+class AgentHalted(AgentBreakerError):
+    '''A Monitor halted the task: raise it with the halt verdict to stop the agent's code; \
+       `verdict` holds the verdict dict, str(error) its message.'''
+    code = 'HALTED'
+
+    def __init__(self, verdict, /):
+        if isinstance(verdict, str):
+            verdict = {'action': 'halt', 'reason': None, 'message': verdict, 'nudge': None,
+                       'taskId': None, 'step': 0, 'detail': None}
+        elif not isinstance(verdict, dict):
+            raise TypeError('AgentHalted takes the halt verdict (a dict), '
+                            f'not {type(verdict).__name__}')
+        self._verdict = verdict
+        AgentBreakerError.__init__(self, verdict.get('message') or 'the task was halted')
+
+    @property
+    def verdict(self):
+        '''The halt verdict: {action, reason, message, nudge, taskId, step, detail}.'''
+        return self._verdict
+
+    def __reduce__(self):
+        return (type(self), (self._verdict,))
+
+CLASSES = [AgentBreakerError, InvalidConfigError, InvalidArgumentError, InvalidEventError,
+           InvalidSnapshotError, PersistenceError, InternalError, CircuitOpenError, AgentHalted]
 ";
 
-/// `AgentBreakerError`, then the class of each code in the order of [`CLASSES`].
+/// `AgentBreakerError`, then the class of each code in the order of `ERROR_CODES`.
 static EXCEPTIONS: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
-
-/// A class in `agentbreaker.exceptions` (where users import them from).
-fn new_class<'py>(
-    (code, name, doc): (&str, &str, &str),
-    bases: Vec<Bound<'py, PyAny>>,
-    namespace: Bound<'py, PyDict>,
-) -> PyResult<Py<PyType>> {
-    let py = namespace.py();
-    namespace.set_item("__module__", "agentbreaker.exceptions")?;
-    namespace.set_item("__doc__", doc)?;
-    namespace.set_item("code", code)?;
-    let class = py
-        .get_type::<PyType>()
-        .call1((name, PyTuple::new(py, bases)?, namespace))?;
-    Ok(class.cast_into::<PyType>()?.unbind())
-}
 
 fn classes(py: Python<'_>) -> PyResult<&[Py<PyType>]> {
     let classes = EXCEPTIONS.get_or_try_init(py, || {
-        let builtins = py.import("builtins")?;
-        let exception = builtins.getattr("Exception")?;
-        let base = new_class(BASE, vec![exception], PyDict::new(py))?;
-        let mut classes = vec![base.clone_ref(py)];
-        for (code, name, builtin_bases, doc) in CLASSES {
-            let mut bases = vec![base.bind(py).clone().into_any()];
-            for builtin in builtin_bases.split_whitespace() {
-                bases.push(builtins.getattr(builtin)?);
-            }
-            let namespace = PyDict::new(py);
-            if code == "HALTED" {
-                let globals = PyDict::new(py);
-                globals.set_item("AgentBreakerError", base.bind(py))?;
-                py.run(AGENT_HALTED_BODY, Some(&globals), Some(&namespace))?;
-            }
-            classes.push(new_class((code, name, doc), bases, namespace)?);
-        }
-        Ok::<_, PyErr>(classes)
+        let globals = PyDict::new(py);
+        globals.set_item("__name__", "agentbreaker.exceptions")?;
+        py.run(SOURCE, Some(&globals), None)?;
+        globals.as_any().get_item("CLASSES")?.extract()
     })?;
     Ok(classes)
 }
 
 /// Adds the exception classes to the native module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    let classes = classes(module.py())?;
-    let names = std::iter::once("AgentBreakerError").chain(CLASSES.iter().map(|c| c.1));
-    for (name, class) in names.zip(classes) {
-        module.add(name, class)?;
+    for class in classes(module.py())? {
+        module.add(class.bind(module.py()).name()?, class)?;
     }
     Ok(())
 }
@@ -152,7 +102,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 pub fn exception(py: Python<'_>, error: &Error) -> PyErr {
     match classes(py) {
         Ok(classes) => {
-            let index = CLASSES.iter().position(|c| c.0 == error.code());
+            let index = ERROR_CODES.iter().position(|c| *c == error.code());
             let class = classes[index.map_or(0, |i| i + 1)].bind(py).clone();
             PyErr::from_type(class, error.message().to_string())
         }

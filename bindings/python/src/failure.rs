@@ -22,17 +22,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-use crate::convert::{arg_path, arg_str, callable, detached_py, required_json, to_py, type_name};
-use crate::errors::{IntoPyResult, attached, boundary, detached, detached_result};
-use crate::listeners::PyListeners;
-
-/// Consecutive failures open the circuit; after a cooldown a probe decides whether it closes.
-#[pyclass(frozen, subclass, module = "agentbreaker")]
-#[derive(Debug)]
-pub struct FailureBreaker {
-    inner: agentbreaker::FailureBreaker,
-    listeners: PyListeners,
-}
+use crate::convert::{callable, type_name};
+use crate::errors::{IntoPyResult, attached, detached};
 
 /// `(True, None)`, the answer of `should_allow_operation` in CLOSED: built once, not per call.
 static ALLOWED: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
@@ -44,15 +35,9 @@ static METHOD_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// empty or cannot be computed (a broken `__str__` must not hide the failure). Lone surrogates
 /// are replaced, so every exception can be recorded.
 fn error_text(exception: &Bound<'_, PyAny>) -> String {
-    let text = exception
-        .str()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if text.is_empty() {
-        type_name(exception)
-    } else {
-        text
-    }
+    let text = exception.str().map(|s| s.to_string_lossy().into_owned());
+    let text = text.ok().filter(|t| !t.is_empty());
+    text.unwrap_or_else(|| type_name(exception))
 }
 
 impl FailureBreaker {
@@ -119,167 +104,120 @@ impl FailureBreaker {
     }
 }
 
-event_source_class!(FailureBreaker {
-    /// Records a success: the count returns to 0; in HALF_OPEN the circuit closes.
-    fn record_success(&self, py: Python<'_>) -> PyResult<()> {
-        self.success(py)
-    }
+event_source_class! {
+    /// Consecutive failures open the circuit; after a cooldown a probe decides whether it closes.
+    FailureBreaker {
+        /// Records a success: the count returns to 0; in HALF_OPEN the circuit closes.
+        fn record_success(&self, py: Python<'_>) -> PyResult<()> {
+            self.success(py)
+        }
 
-    /// Records a failure with the error's text.
-    #[pyo3(signature = (error = None), text_signature = "($self, error)")]
-    fn record_failure(&self, py: Python<'_>, error: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        boundary(py, || {
-            let error = arg_str(error, "error").or_raise(py)?;
-            detached(py, || self.inner.record_failure(&error))
-        })
-    }
-
-    /// `(allowed, message)`; after the cooldown this call is the half-open probe.
-    fn should_allow_operation<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let permission = if self.writes_a_file() {
-            detached(py, || self.inner.should_allow_operation())?
-        } else if self.inner.config().store.is_none() {
-            attached(py, || self.inner.should_allow_operation())?
-        } else {
-            // With a store: the view's CLOSED answer under the GIL, anything else without it.
-            match attached(py, || self.inner.try_acquire_without_waiting())? {
-                Some(Ok(permission)) => permission,
-                _ => detached(py, || self.inner.should_allow_operation())?,
+        /// `(allowed, message)`; after the cooldown this call is the half-open probe.
+        fn should_allow_operation<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+            let permission = if self.writes_a_file() {
+                detached(py, || self.inner.should_allow_operation())?
+            } else if self.inner.config().store.is_none() {
+                attached(py, || self.inner.should_allow_operation())?
+            } else {
+                // With a store: the view's CLOSED answer under the GIL, anything else without it.
+                match attached(py, || self.inner.try_acquire_without_waiting())? {
+                    Some(Ok(permission)) => permission,
+                    _ => detached(py, || self.inner.should_allow_operation())?,
+                }
+            };
+            if permission.allowed && permission.message.is_none() {
+                let init = || (true, py.None()).into_pyobject(py).map(Bound::unbind);
+                return Ok(ALLOWED.get_or_try_init(py, init)?.bind(py).clone());
             }
-        };
-        match permission {
-            Permission {
-                allowed: true,
-                message: None,
-            } => Ok(ALLOWED
-                .get_or_try_init(py, || (true, py.None()).into_pyobject(py).map(Bound::unbind))?
-                .bind(py)
-                .clone()),
-            Permission { allowed, message } => (allowed, message).into_pyobject(py),
+            (permission.allowed, permission.message).into_pyobject(py)
+        }
+
+        /// The first half of a guarded call: raises `CircuitOpenError` (with the refusal message)
+        /// when the breaker says no, else returns the permission's message (`None` when CLOSED).
+        /// Record the outcome with `record_success`/`record_failure` afterwards.
+        fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<String>> {
+            Ok(self.acquire(py)?.message)
+        }
+
+        /// Runs `func(*args, **kwargs)` through the breaker and returns its result: raises
+        /// `CircuitOpenError` without running it when refused; records a success when it returns
+        /// and a failure (`str(exc)`, or the class name when that is empty) when it raises an
+        /// `Exception`, which propagates unchanged. Other `BaseException`s record nothing.
+        #[pyo3(signature = (func, /, *args, **kwargs))]
+        fn call<'py>(
+            &self,
+            py: Python<'py>,
+            func: &Bound<'py, PyAny>,
+            args: &Bound<'py, PyTuple>,
+            kwargs: Option<&Bound<'py, PyDict>>,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            callable(func, "func").or_raise(py)?;
+            self.guarded_call(py, func, args, kwargs)
+        }
+
+        /// `with breaker:` asks for permission (raising `CircuitOpenError` when refused, so the
+        /// body never runs) ...
+        fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+            slf.get().acquire(slf.py())?;
+            Ok(slf)
+        }
+
+        /// ... and records the block's outcome as `call` does; the exception (if any) propagates.
+        #[pyo3(signature = (exc_type, exc, traceback))]
+        fn __exit__(
+            &self,
+            py: Python<'_>,
+            exc_type: &Bound<'_, PyAny>,
+            exc: &Bound<'_, PyAny>,
+            traceback: &Bound<'_, PyAny>,
+        ) -> PyResult<()> {
+            let _ = (exc_type, traceback);
+            if !exc.is_none() && !exc.is_instance_of::<PyBaseException>() {
+                let got = type_name(exc);
+                return Err(ArgKind::Argument.wrong_type("exc", "an exception or None", &got))
+                    .or_raise(py);
+            }
+            self.record_outcome(py, (!exc.is_none()).then_some(exc))
+        }
+
+        fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+            let inner = &slf.get().inner;
+            let status = detached(slf.py(), || inner.status())?;
+            let (state, count) = (status.state.as_str(), status.consecutive_failures);
+            let name = slf.get_type().name()?;
+            Ok(format!(
+                "{name}(state='{state}', consecutive_failures={count})"
+            ))
         }
     }
-
-    /// The first half of a guarded call: raises `CircuitOpenError` (with the refusal message) when
-    /// the breaker says no, else returns the permission's message (`None` when CLOSED). Record
-    /// the outcome with `record_success`/`record_failure` afterwards.
-    fn try_acquire(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        Ok(self.acquire(py)?.message)
-    }
-
-    /// Runs `func(*args, **kwargs)` through the breaker and returns its result: raises
-    /// `CircuitOpenError` without running it when refused; records a success when it returns and
-    /// a failure (`str(exc)`, or the class name when that is empty) when it raises an
-    /// `Exception`, which propagates unchanged. Other `BaseException`s record nothing.
-    #[pyo3(signature = (func, /, *args, **kwargs))]
-    fn call<'py>(
-        &self,
-        py: Python<'py>,
-        func: &Bound<'py, PyAny>,
-        args: &Bound<'py, PyTuple>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        callable(func, "func").or_raise(py)?;
-        self.guarded_call(py, func, args, kwargs)
-    }
-
-    /// `with breaker:` asks for permission (raising `CircuitOpenError` when refused, so the body
-    /// never runs) ...
-    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().acquire(slf.py())?;
-        Ok(slf)
-    }
-
-    /// ... and records the block's outcome as `call` does; the exception (if any) propagates.
-    #[pyo3(signature = (exc_type, exc, traceback))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: &Bound<'_, PyAny>,
-        exc: &Bound<'_, PyAny>,
-        traceback: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
-        let _ = (exc_type, traceback);
-        if !exc.is_none() && !exc.is_instance_of::<PyBaseException>() {
-            let got = type_name(exc);
-            return Err(ArgKind::Argument.wrong_type("exc", "an exception or None", &got)).or_raise(py);
-        }
-        self.record_outcome(py, (!exc.is_none()).then_some(exc))
-    }
-
+    /// Records a failure with the error's text.
+    fn record_failure(error: arg_str "($self, error)") = detached_py(record_failure);
     /// The status dict (contract section 2).
-    fn get_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        detached_py(py, || self.inner.status())
-    }
-
+    fn get_status = detached_py(status);
     /// Lifetime counters.
-    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        detached_py(py, || self.inner.metrics())
-    }
-
+    fn metrics = detached_py(metrics);
     /// Back to CLOSED with zeroed counters, history and backoff; metrics keep counting.
-    fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        detached(py, || self.inner.reset())
-    }
-
+    fn reset = detached_py(reset);
     /// The persistent form of the state (a dict; `restore` takes it back).
-    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        detached_py(py, || self.inner.snapshot())
-    }
-
+    fn snapshot = detached_py(snapshot);
     /// Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED).
-    #[pyo3(signature = (snapshot = None), text_signature = "($self, snapshot)")]
-    fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        boundary(py, || {
-            let snapshot = required_json(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
-            detached_result(py, || self.inner.restore_json(&snapshot))
-        })
-    }
-
+    fn restore(snapshot: required_json(Snapshot) "($self, snapshot)")
+        = detached_result_py(restore_json);
     /// Writes the snapshot to `path` atomically.
-    #[pyo3(signature = (path = None), text_signature = "($self, path)")]
-    fn save(&self, py: Python<'_>, path: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        boundary(py, || {
-            let path = arg_path(path, "path").or_raise(py)?;
-            detached_result(py, || self.inner.save(&path))
-        })
-    }
-
+    fn save(path: arg_path "($self, path)") = detached_result_py(save);
     /// Restores from `path`; False (and no change) when the file does not exist.
-    #[pyo3(signature = (path = None), text_signature = "($self, path)")]
-    fn load(&self, py: Python<'_>, path: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-        boundary(py, || {
-            let path = arg_path(path, "path").or_raise(py)?;
-            detached_result(py, || self.inner.load(&path))
-        })
-    }
-
+    fn load(path: arg_path "($self, path)") = detached_result_py(load);
     /// `"CLOSED"`, `"HALF_OPEN"` or `"OPEN"` (without the lazy OPEN → HALF_OPEN move).
     #[getter]
-    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
-        Ok(detached(py, || self.inner.state())?.as_str())
-    }
-
+    fn state = detached_py(state);
     /// The configuration in effect, with camelCase keys.
     #[getter]
-    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, self.inner.config())
-    }
-
+    fn config = attached_py(config);
     /// With `store`: `{url, key, mode, outages, lastError}` (where the state lives now —
     /// `"shared"`, `"local"` or `"refusing"` — the URL without its password, the key, the
     /// outages so far and the last error); `None` without a store.
-    fn store_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.inner.store_status())
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let inner = &slf.get().inner;
-        let status = detached(slf.py(), || inner.status())?;
-        let (state, count) = (status.state.as_str(), status.consecutive_failures);
-        let name = slf.get_type().name()?;
-        Ok(format!("{name}(state='{state}', consecutive_failures={count})"))
-    }
-});
+    fn store_status = attached_py(store_status);
+}
 
 /// What `@breaker` returns for a (non-coroutine) function: calling it is `breaker.call(func,
 /// *args, **kwargs)` without a Python frame in between. Like a function it binds as a method
@@ -296,12 +234,9 @@ pub struct GuardedFunction {
 impl GuardedFunction {
     #[new]
     fn new(breaker: Bound<'_, FailureBreaker>, func: Bound<'_, PyAny>) -> PyResult<Self> {
-        let py = func.py();
-        callable(&func, "a guarded function").or_raise(py)?;
-        Ok(GuardedFunction {
-            breaker: breaker.unbind(),
-            func: func.unbind(),
-        })
+        callable(&func, "a guarded function").or_raise(func.py())?;
+        let (breaker, func) = (breaker.unbind(), func.unbind());
+        Ok(GuardedFunction { breaker, func })
     }
 
     #[pyo3(signature = (*args, **kwargs))]
@@ -311,24 +246,20 @@ impl GuardedFunction {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.breaker
-            .get()
-            .guarded_call(py, self.func.bind(py), args, kwargs)
+        let func = self.func.bind(py);
+        self.breaker.get().guarded_call(py, func, args, kwargs)
     }
 
     /// A method of a class binds its instance, as a plain function does.
     fn __get__<'py>(
         slf: Bound<'py, Self>,
         instance: Option<Bound<'py, PyAny>>,
-        owner: Option<Bound<'py, PyAny>>,
+        _owner: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = owner;
         match instance {
             Some(instance) if !instance.is_none() => {
-                let py = slf.py();
-                METHOD_TYPE
-                    .import(py, "types", "MethodType")?
-                    .call1((slf, instance))
+                let method_type = METHOD_TYPE.import(slf.py(), "types", "MethodType")?;
+                method_type.call1((slf, instance))
             }
             _ => Ok(slf.into_any()),
         }

@@ -5,19 +5,18 @@ use agentbreaker::interop::{self, ArgKind};
 use agentbreaker::metrics::{self, Options, Update};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use serde_json::Value;
 
-use crate::convert::{arg_str, arg_str_opt, detached_py, json_to_py, to_json, to_py, type_name};
-use crate::errors::{IntoPyResult, boundary, detached, detached_result};
+use crate::convert::{
+    Arg, arg_str, arg_str_opt, detached_py, detached_result_py, json_to_py, to_json,
+};
+use crate::convert::{to_py, type_name};
+use crate::errors::{IntoPyResult, boundary, detached};
 
 /// Scores one agent response for completion: `{completionSignal: {detected, confidence,
 /// phrases}, confidence, exitSignal, testsPassing, testsFailing}`.
 #[pyfunction]
 #[pyo3(signature = (text = None), text_signature = "(text)")]
-pub fn analyze<'py>(
-    py: Python<'py>,
-    text: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
+pub fn analyze<'py>(py: Python<'py>, text: Arg) -> PyResult<Bound<'py, PyAny>> {
     boundary(py, || {
         let text = arg_str(text, "text").or_raise(py)?;
         detached_py(py, || agentbreaker::analyze(&text))
@@ -31,11 +30,7 @@ pub fn analyze<'py>(
     signature = (error = None, error_match = None),
     text_signature = "(error, error_match='normalized')"
 )]
-pub fn fingerprint(
-    py: Python<'_>,
-    error: Option<&Bound<'_, PyAny>>,
-    error_match: Option<&Bound<'_, PyAny>>,
-) -> PyResult<String> {
+pub fn fingerprint(py: Python<'_>, error: Arg, error_match: Arg) -> PyResult<String> {
     boundary(py, || {
         let error = arg_str(error, "error").or_raise(py)?;
         let mode = arg_str_opt(error_match, "error_match")
@@ -50,27 +45,20 @@ pub fn fingerprint(
 /// values fall back to the defaults, with a warning.
 #[pyfunction]
 #[pyo3(signature = (env = None))]
-pub fn config_from_env<'py>(
-    py: Python<'py>,
-    env: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
+pub fn config_from_env<'py>(py: Python<'py>, env: Arg) -> PyResult<Bound<'py, PyAny>> {
     boundary(py, || {
-        let result = match env.filter(|e| !e.is_none()) {
-            // Keys must be `str`; values are handed on as they are, so the core reports a
-            // non-string value (`INVALID_ARGUMENT`).
-            Some(env) => match to_json(env, "env", ArgKind::Argument).or_raise(py)? {
-                env @ Value::Object(_) => {
-                    detached_result(py, || agentbreaker::config_from_env_json(&env))?
-                }
-                _ => {
-                    let expected = "a mapping of str to str (such as os.environ)";
-                    let error = ArgKind::Argument.wrong_type("env", expected, &type_name(env));
-                    return Err(error).or_raise(py);
-                }
-            },
-            None => detached(py, agentbreaker::config_from_process_env)?,
+        let Some(env) = env.filter(|e| !e.is_none()) else {
+            return detached_py(py, agentbreaker::config_from_process_env);
         };
-        to_py(py, &result)
+        // Keys must be `str`; values are handed on as they are, so the core reports a non-string
+        // value (`INVALID_ARGUMENT`).
+        let json = to_json(env, "env", ArgKind::Argument).or_raise(py)?;
+        if !json.is_object() {
+            let expected = "a mapping of str to str (such as os.environ)";
+            let error = ArgKind::Argument.wrong_type("env", expected, &type_name(env));
+            return Err(error).or_raise(py);
+        }
+        detached_result_py(py, || agentbreaker::config_from_env_json(&json))
     })
 }
 
@@ -79,10 +67,7 @@ pub fn config_from_env<'py>(
 /// stagnation, budget}`; each config goes straight into its constructor.
 #[pyfunction]
 #[pyo3(signature = (name = None), text_signature = "(name)")]
-pub fn profile<'py>(
-    py: Python<'py>,
-    name: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
+pub fn profile<'py>(py: Python<'py>, name: Arg) -> PyResult<Bound<'py, PyAny>> {
     boundary(py, || {
         let name = arg_str(name, "name").or_raise(py)?;
         to_py(py, &agentbreaker::profile(&name))
@@ -115,10 +100,8 @@ pub fn metric_updates<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     boundary(py, || {
         let event = to_json(event, "event", ArgKind::Event).or_raise(py)?;
-        updates_to_py(
-            py,
-            &metrics::json_event_updates(&event, breaker, Options { task }),
-        )
+        let updates = metrics::json_event_updates(&event, breaker, Options { task });
+        updates_to_py(py, &updates)
     })
 }
 

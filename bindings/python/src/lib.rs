@@ -12,20 +12,40 @@
 //! - core calls run with the GIL released; listeners re-acquire it (`listeners`);
 //! - every entry point is a panic boundary: a panic is an `InternalError`, never a crash.
 
-/// `#[pymethods] impl $class` for a class over a core event source: a struct holding the core
-/// object (`inner: $core`) and its Python callables (`listeners`). Adds to the methods given the
-/// constructor `$class(config=None, /, *, clock=None, **options)` (`convert::construct`) and the
-/// listener methods (pyo3 takes one `#[pymethods]` block per class).
+/// A class over a core event source: the struct (`inner`: the core object of the same name,
+/// `listeners`: its Python callables) and its one `#[pymethods]` block, which has the constructor
+/// `$class(config=None, /, *, clock=None, **options)` (`convert::construct`), the listener methods,
+/// the methods written out in the braces, and after them the forwarders: `fn name = how(core);`
+/// is `how(py, || self.inner.core())` inside the panic boundary (`convert::detached_py` with the
+/// GIL released, `convert::attached_py` with it held); `fn name(arg: conv "text signature") =
+/// how(core);` first converts its one argument, declared with a `None` default, with
+/// `convert::conv(arg, "arg")` (`conv(Kind)` adds an `ArgKind`) and passes it by reference.
 macro_rules! event_source_class {
-    ($class:ident { $($methods:tt)* }) => {
+    (
+        $(#[$doc:meta])*
+        $class:ident { $($methods:tt)* }
+        $(
+            $(#[$m:meta])*
+            fn $name:ident $(($arg:ident: $conv:ident $(($kind:ident))? $sig:literal))?
+                = $how:ident($core:ident);
+        )*
+    ) => {
+        $(#[$doc])*
+        #[pyo3::pyclass(frozen, subclass, module = "agentbreaker")]
+        #[derive(Debug)]
+        pub struct $class {
+            inner: agentbreaker::$class,
+            listeners: crate::listeners::PyListeners,
+        }
+
         #[pyo3::pymethods]
         impl $class {
             #[new]
             #[pyo3(signature = (config = None, /, *, clock = None, **options))]
             fn new(
                 py: pyo3::Python<'_>,
-                config: Option<&pyo3::Bound<'_, pyo3::PyAny>>,
-                clock: Option<&pyo3::Bound<'_, pyo3::PyAny>>,
+                config: crate::convert::Arg,
+                clock: crate::convert::Arg,
                 options: Option<&pyo3::Bound<'_, pyo3::types::PyDict>>,
             ) -> pyo3::PyResult<Self> {
                 let from_config = agentbreaker::interop::FromConfig::from_config;
@@ -72,6 +92,28 @@ macro_rules! event_source_class {
             fn __clear__(&self) {
                 self.listeners.clear(|id| self.inner.remove_listener(id))
             }
+
+            $(
+                $(#[$m])*
+                $(#[pyo3(signature = ($arg = None), text_signature = $sig)])?
+                fn $name<'py>(
+                    &self,
+                    py: pyo3::Python<'py>,
+                    $($arg: crate::convert::Arg,)?
+                ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                    crate::errors::boundary(py, || {
+                        $(
+                            let $arg = crate::convert::$conv(
+                                $arg,
+                                stringify!($arg),
+                                $(agentbreaker::interop::ArgKind::$kind)?
+                            );
+                            let $arg = crate::errors::IntoPyResult::or_raise($arg, py)?;
+                        )?
+                        crate::convert::$how(py, || self.inner.$core($(&$arg)?))
+                    })
+                }
+            )*
         }
     };
 }
@@ -88,29 +130,26 @@ mod monitor;
 mod stagnation;
 mod strategy;
 
-use pyo3::prelude::*;
-
 /// The native part of agentbreaker. Import from `agentbreaker` instead.
-#[pymodule(name = "_native")]
-fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    errors::register(module)?;
-    module.add_class::<clock::ManualClock>()?;
-    module.add_class::<clock::SystemClock>()?;
-    module.add_class::<failure::FailureBreaker>()?;
-    module.add_class::<failure::GuardedFunction>()?;
-    module.add_class::<stagnation::StagnationBreaker>()?;
-    module.add_class::<budget::BudgetBreaker>()?;
-    module.add_class::<strategy::ExitStrategy>()?;
-    module.add_class::<strategy::FixPlan>()?;
-    module.add_class::<agent_loop::Loop>()?;
-    module.add_class::<monitor::Monitor>()?;
-    module.add_function(wrap_pyfunction!(functions::analyze, module)?)?;
-    module.add_function(wrap_pyfunction!(functions::fingerprint, module)?)?;
-    module.add_function(wrap_pyfunction!(functions::config_from_env, module)?)?;
-    module.add_function(wrap_pyfunction!(functions::profile, module)?)?;
-    module.add_function(wrap_pyfunction!(functions::profile_names, module)?)?;
-    module.add_function(wrap_pyfunction!(functions::metric_definitions, module)?)?;
-    module.add_function(wrap_pyfunction!(functions::metric_updates, module)?)?;
-    Ok(())
+#[pyo3::pymodule(name = "_native")]
+mod native {
+    use pyo3::prelude::*;
+
+    #[pymodule_export]
+    use crate::functions::{
+        analyze, config_from_env, fingerprint, metric_definitions, metric_updates, profile,
+        profile_names,
+    };
+    #[pymodule_export]
+    use crate::{
+        agent_loop::Loop, budget::BudgetBreaker, clock::ManualClock, clock::SystemClock,
+        failure::FailureBreaker, failure::GuardedFunction, monitor::Monitor,
+        stagnation::StagnationBreaker, strategy::ExitStrategy, strategy::FixPlan,
+    };
+
+    #[pymodule_init]
+    fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
+        module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        crate::errors::register(module)
+    }
 }

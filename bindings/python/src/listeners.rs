@@ -36,17 +36,13 @@ impl PyListeners {
         register: impl FnOnce(Listener) -> ListenerId,
     ) -> PyResult<Bound<'py, PyAny>> {
         callable(callback, "a listener").or_raise(callback.py())?;
+        // One reference, shared with the core, so that `__traverse__` accounts for it.
         let shared = Arc::new(callback.clone().unbind());
         let for_core = Arc::clone(&shared);
         let id = register(Arc::new(move |event: &Event| {
-            let outcome = Python::try_attach(|py| {
-                let event = to_py(py, event)?;
-                for_core.call1(py, (event,)).map(drop)
-            });
-            match outcome {
-                Some(result) => result.map_err(|e| e.to_string().into()),
-                None => Err("the Python interpreter is not available".into()),
-            }
+            let outcome = Python::try_attach(|py| for_core.call1(py, (to_py(py, event)?,)));
+            let outcome = outcome.ok_or("the Python interpreter is not available")?;
+            outcome.map(drop).map_err(|e| e.to_string().into())
         }));
         self.lock().push((id, shared));
         Ok(callback.clone())
@@ -61,20 +57,14 @@ impl PyListeners {
     ) -> bool {
         let py = callback.py();
         // Compare outside the lock: `==` may run Python code (and release the GIL).
-        let registered: Vec<(ListenerId, Py<PyAny>)> = self
+        let registered: Vec<_> = self
             .lock()
             .iter()
             .map(|(id, cb)| (*id, cb.clone_ref(py)))
             .collect();
-        let found = registered
-            .iter()
-            .find(|(_, cb)| cb.is(callback))
-            .or_else(|| {
-                registered
-                    .iter()
-                    .find(|(_, cb)| cb.bind(py).eq(callback).unwrap_or(false))
-            });
-        let Some(&(id, _)) = found else {
+        let equal = |cb: &Py<PyAny>| cb.bind(py).eq(callback).unwrap_or(false);
+        let found = registered.iter().find(|(_, cb)| cb.is(callback));
+        let Some(&(id, _)) = found.or_else(|| registered.iter().find(|(_, cb)| equal(cb))) else {
             return false;
         };
         let mut entries = self.lock();

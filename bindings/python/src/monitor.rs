@@ -4,29 +4,18 @@
 
 use std::sync::Arc;
 
+use agentbreaker::VerdictAction::{self, Continue, Halt, Warn};
 use agentbreaker::interop::ArgKind;
 use agentbreaker::metrics::{Options, Recorder, Update};
-use agentbreaker::{Rule, Verdict, VerdictAction};
+use agentbreaker::{Rule, Verdict};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::convert::{callable, detached_py, json_or_null, json_to_py, to_py};
+use crate::convert::{Arg, callable, json_or_null, json_to_py};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 use crate::functions::updates_to_py;
-use crate::listeners::PyListeners;
-
-/// Watches an agent: `Monitor(profile="coding-agent", tool_limits={"web_fetch": 20})`, then
-/// `observe(event)` for every event the agent emits; each answer is a verdict dict
-/// (`{action, reason, message, nudge, taskId, step, detail}`) saying continue, warn (with a nudge
-/// for the model) or halt.
-#[pyclass(frozen, subclass, module = "agentbreaker")]
-#[derive(Debug)]
-pub struct Monitor {
-    inner: agentbreaker::Monitor,
-    listeners: PyListeners,
-}
 
 /// The verdict's actions and rule slugs as Python strings, made once.
 static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
@@ -38,12 +27,9 @@ static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 /// and the `make bench-python` row 5.5 us, over the goal; with this, 0.9 us and 3.7 us.
 fn verdict_to_py<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny>> {
     let names = NAMES.get_or_init(py, || {
-        let actions = [
-            VerdictAction::Continue,
-            VerdictAction::Warn,
-            VerdictAction::Halt,
-        ];
-        let actions = actions.map(VerdictAction::as_str).into_iter();
+        let actions = [Continue, Warn, Halt]
+            .map(VerdictAction::as_str)
+            .into_iter();
         let slugs = Rule::ALL.map(Rule::slug).into_iter();
         let names = actions.chain(slugs);
         names.map(|s| PyString::intern(py, s).unbind()).collect()
@@ -63,105 +49,78 @@ fn verdict_to_py<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny
     Ok(dict.into_any())
 }
 
-event_source_class!(Monitor {
-    /// Takes one event (a dict: `assistant`, `tool_use`, `tool_result`, `usage`, `error`,
-    /// `progress`, `heartbeat`, `alive`); returns its verdict. A malformed event raises
-    /// `InvalidEventError` and changes nothing.
-    #[pyo3(signature = (event = None), text_signature = "($self, event)")]
-    fn observe<'py>(
-        &self,
-        py: Python<'py>,
-        event: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        boundary(py, || {
-            let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
-            verdict_to_py(py, &detached_result(py, || self.inner.observe(&event))?)
-        })
-    }
+event_source_class! {
+    /// Watches an agent: `Monitor(profile="coding-agent", tool_limits={"web_fetch": 20})`, then
+    /// `observe(event)` for every event the agent emits; each answer is a verdict dict
+    /// (`{action, reason, message, nudge, taskId, step, detail}`) saying continue, warn (with a
+    /// nudge for the model) or halt.
+    Monitor {
+        /// Takes one event (a dict: `assistant`, `tool_use`, `tool_result`, `usage`, `error`,
+        /// `progress`, `heartbeat`, `alive`); returns its verdict. A malformed event raises
+        /// `InvalidEventError` and changes nothing.
+        #[pyo3(signature = (event = None), text_signature = "($self, event)")]
+        fn observe<'py>(&self, py: Python<'py>, event: Arg) -> PyResult<Bound<'py, PyAny>> {
+            boundary(py, || {
+                let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
+                verdict_to_py(py, &detached_result(py, || self.inner.observe(&event))?)
+            })
+        }
 
-    /// Checks the duration and idle limits of every open task now (call it about once a
-    /// second); returns the warnings and halts as verdict dicts.
-    fn tick<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let verdicts = detached(py, || self.inner.tick())?;
-        let verdicts = verdicts.iter().map(|v| verdict_to_py(py, v));
-        PyList::new(py, verdicts.collect::<PyResult<Vec<_>>>()?)
-    }
+        /// Checks the duration and idle limits of every open task now (call it about once a
+        /// second); returns the warnings and halts as verdict dicts.
+        fn tick<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+            let verdicts = detached(py, || self.inner.tick())?;
+            let verdicts = verdicts.iter().map(|v| verdict_to_py(py, v));
+            PyList::new(py, verdicts.collect::<PyResult<Vec<_>>>()?)
+        }
 
-    /// `{profile, tasks, stack, ignoredEvents}`: where every task and rule stands now.
-    fn status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        detached_py(py, || self.inner.status())
-    }
-
-    /// Everything needed to continue later, in another process too (`restore` takes it back).
-    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        detached_py(py, || self.inner.snapshot())
-    }
-
-    /// Replaces the state with a snapshot's; a bad one raises `InvalidSnapshotError` and
-    /// changes nothing.
-    #[pyo3(signature = (snapshot = None), text_signature = "($self, snapshot)")]
-    fn restore(&self, py: Python<'_>, snapshot: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        boundary(py, || {
-            let snapshot = json_or_null(snapshot, "snapshot", ArgKind::Snapshot).or_raise(py)?;
-            detached_result(py, || self.inner.restore(&snapshot))
-        })
-    }
-
-    /// Sends the metric updates of every later event to `recorder(updates)` (None stops it), a
-    /// list of `(name, value, attributes)` (docs/observability.md); `task=True` adds the task
-    /// attribute. An exception it raises is reported as unraisable and ignored. The recorder
-    /// must not refer back to the monitor (the monitor keeps it alive).
-    #[pyo3(signature = (recorder, /, *, task = false))]
-    fn set_metrics_recorder(
-        &self,
-        py: Python<'_>,
-        recorder: Option<&Bound<'_, PyAny>>,
-        task: bool,
-    ) -> PyResult<()> {
-        boundary(py, || {
-            let recorder = match recorder.filter(|r| !r.is_none()) {
-                None => None,
-                Some(r) => {
+        /// Sends the metric updates of every later event to `recorder(updates)` (None stops it),
+        /// a list of `(name, value, attributes)` (docs/observability.md); `task=True` adds the
+        /// task attribute. An exception it raises is reported as unraisable and ignored. The
+        /// recorder must not refer back to the monitor (the monitor keeps it alive).
+        #[pyo3(signature = (recorder, /, *, task = false))]
+        fn set_metrics_recorder(&self, py: Python<'_>, recorder: Arg, task: bool) -> PyResult<()> {
+            boundary(py, || {
+                let recorder = recorder.filter(|r| !r.is_none());
+                if let Some(r) = recorder {
                     callable(r, "a recorder").or_raise(py)?;
+                }
+                let recorder = recorder.map(|r| -> Recorder {
                     let callback = r.clone().unbind();
-                    let core: Recorder = Arc::new(move |updates: &[Update]| {
+                    Arc::new(move |updates: &[Update]| {
                         let _ = Python::try_attach(|py| {
-                            let result = updates_to_py(py, updates)
-                                .and_then(|list| callback.call1(py, (list,)));
-                            if let Err(e) = result {
+                            let list = updates_to_py(py, updates);
+                            if let Err(e) = list.and_then(|list| callback.call1(py, (list,))) {
                                 e.write_unraisable(py, None);
                             }
                         });
-                    });
-                    Some(core)
-                }
-            };
-            self.inner.set_metrics_recorder(recorder, Options { task });
-            Ok(())
-        })
-    }
+                    })
+                });
+                self.inner.set_metrics_recorder(recorder, Options { task });
+                Ok(())
+            })
+        }
 
+        fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+            let profile = &slf.get().inner.config().profile;
+            Ok(format!("{}(profile='{profile}')", slf.get_type().name()?))
+        }
+    }
+    /// `{profile, tasks, stack, ignoredEvents}`: where every task and rule stands now.
+    fn status = detached_py(status);
+    /// Everything needed to continue later, in another process too (`restore` takes it back).
+    fn snapshot = detached_py(snapshot);
+    /// Replaces the state with a snapshot's; a bad one raises `InvalidSnapshotError` and
+    /// changes nothing.
+    fn restore(snapshot: json_or_null(Snapshot) "($self, snapshot)") = detached_result_py(restore);
     /// With `store`: `{url, key, mode, outages, lastError}` (where the budget counters live now
     /// — `"shared"`, `"local"` or `"refusing"` — the URL without its password, the key, the
     /// outages so far and the last error); `None` without a store.
-    fn store_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.inner.store_status())
-    }
-
+    fn store_status = attached_py(store_status);
     /// Forgets every task and counter of this process (with `store`, the shared counters stay);
     /// the configuration stays.
-    fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        detached(py, || self.inner.reset())
-    }
-
+    fn reset = detached_py(reset);
     /// The configuration in effect (the profile with the overrides), with camelCase keys.
     #[getter]
-    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, self.inner.config())
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-        let profile = &slf.get().inner.config().profile;
-        Ok(format!("{}(profile='{profile}')", slf.get_type().name()?))
-    }
-});
+    fn config = attached_py(config);
+}
