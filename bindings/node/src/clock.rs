@@ -33,29 +33,17 @@ impl ManualClock {
             Ok(ManualClock { inner })
         })
     }
-
-    /// Sets the time in ms. Going backwards is allowed: breakers treat it as no time passing.
-    #[napi(catch_unwind, ts_args_type = "ms: number")]
-    pub fn set(&self, env: &Env, ms: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            millis(ms.as_ref(), "ms").map(|ms| self.inner.set(ms))
-        })
-    }
-
-    /// Moves the time forward by `ms`.
-    #[napi(catch_unwind, ts_args_type = "ms: number")]
-    pub fn advance(&self, env: &Env, ms: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            millis(ms.as_ref(), "ms").map(|ms| self.inner.advance(ms))
-        })
-    }
-
-    /// The current time in ms.
-    #[napi(catch_unwind)]
-    pub fn now(&self) -> f64 {
-        self.inner.now() as f64
-    }
 }
+
+methods!(ManualClock {
+    "Sets the time in ms. Going backwards is allowed: breakers treat it as no time passing."
+    fn set(ms) "ms: number" -> "void" = |c, env| millis(ms.as_ref(), "ms").map(|ms| c.set(ms));
+    "Moves the time forward by `ms`."
+    fn advance(ms) "ms: number" -> "void"
+        = |c, env| millis(ms.as_ref(), "ms").map(|ms| c.advance(ms));
+    "The current time in ms."
+    fn now() "" -> "number" = |c, env| Ok(c.now() as f64);
+});
 
 /// The default clock: monotonic within the process, expressed as Unix-epoch milliseconds.
 #[napi]

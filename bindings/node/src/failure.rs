@@ -11,13 +11,13 @@
 
 use std::sync::Arc;
 
-use agentbreaker::{FailureConfig, Permission};
-use napi::bindgen_prelude::{JsObjectValue, Object, ToNapiValue, Unknown};
+use agentbreaker::Permission;
+use napi::bindgen_prelude::{JsObjectValue, Object, ToNapiValue};
 use napi::{Env, Status};
 use napi_derive::napi;
 
 use crate::convert::{result, string};
-use crate::error::{self, Arg, Failure, PENDING, run};
+use crate::error::{self, Failure, PENDING, run};
 use crate::listeners::JsListeners;
 
 /// Consecutive failures open the circuit; after a cooldown one probe decides whether it
@@ -31,47 +31,6 @@ pub struct FailureBreaker {
 
 #[napi]
 impl FailureBreaker {
-    /// Records a failure with its error text.
-    #[napi(catch_unwind, ts_args_type = "error: string")]
-    pub fn record_failure(&self, env: &Env, error: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            string(error.as_ref(), "error").map(|e| self.inner.record_failure(&e))
-        })
-    }
-
-    /// `shouldAllowOperation()` that throws a `CIRCUIT_OPEN` error (with the refusal message)
-    /// when refused. After it returns, run the operation and record its outcome.
-    #[napi(catch_unwind, ts_return_type = "Permission")]
-    pub fn try_acquire<'e>(&self, env: &'e Env) -> error::Result<Unknown<'e>> {
-        run(env, || result(env, &self.inner.try_acquire()?))
-    }
-
-    /// Writes the snapshot to `path` atomically.
-    #[napi(catch_unwind, ts_args_type = "path: string")]
-    pub fn save(&self, env: &Env, path: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            Ok(self.inner.save(string(path.as_ref(), "path")?)?)
-        })
-    }
-
-    /// Restores from `path`; false (and no change) when the file does not exist.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "path: string",
-        ts_return_type = "boolean"
-    )]
-    pub fn load(&self, env: &Env, path: Arg<'_>) -> error::Result<bool> {
-        run(env, || {
-            Ok(self.inner.load(string(path.as_ref(), "path")?)?)
-        })
-    }
-
-    /// The current state (without the lazy OPEN→HALF_OPEN move).
-    #[napi(getter, catch_unwind, ts_return_type = "CircuitState")]
-    pub fn state(&self) -> &'static str {
-        self.inner.state().as_str()
-    }
-
     /// `{acquire, permit, success}`: functions bound to this breaker, for `agentbreaker.js`.
     /// `acquire()` is `tryAcquire()` without its result (`undefined`, or the `CIRCUIT_OPEN`
     /// error); `permit()` is `shouldAllowOperation()` with the closed-circuit answer
@@ -82,13 +41,11 @@ impl FailureBreaker {
     pub fn fast_path<'e>(&self, env: &'e Env) -> error::Result<Object<'e>> {
         run(env, || {
             let mut functions = Object::new(env)?;
-            let breaker = Arc::clone(&self.inner);
-            bind(env, &mut functions, "acquire", move || {
-                Ok(breaker.try_acquire().map(drop)?)
+            bind(env, &mut functions, &self.inner, "acquire", |b| {
+                Ok(b.try_acquire().map(drop)?)
             })?;
-            let breaker = Arc::clone(&self.inner);
-            bind(env, &mut functions, "permit", move || {
-                Ok(match breaker.should_allow_operation() {
+            bind(env, &mut functions, &self.inner, "permit", |b| {
+                Ok(match b.should_allow_operation() {
                     Permission {
                         allowed: true,
                         message: None,
@@ -96,9 +53,8 @@ impl FailureBreaker {
                     other => Some((other.allowed, other.message)),
                 })
             })?;
-            let breaker = Arc::clone(&self.inner);
-            bind(env, &mut functions, "success", move || {
-                breaker.record_success();
+            bind(env, &mut functions, &self.inner, "success", |b| {
+                b.record_success();
                 Ok(())
             })?;
             Ok(functions)
@@ -106,12 +62,22 @@ impl FailureBreaker {
     }
 }
 
-methods!(FailureBreaker(Arc<agentbreaker::FailureBreaker>) emits ["stateChange", "warning"] {
+methods!(FailureBreaker(agentbreaker::FailureBreaker) emits ["stateChange", "warning"] {
+    "Records a failure with its error text."
+    fn record_failure(error) "error: string" -> "void"
+        = |b, env| string(error.as_ref(), "error").map(|e| b.record_failure(&e));
+    "`shouldAllowOperation()` that throws a `CIRCUIT_OPEN` error (with the refusal message)"
+    "when refused. After it returns, run the operation and record its outcome."
+    fn try_acquire() "" -> "Permission" = |b, env| result(env, &b.try_acquire()?);
+    "Writes the snapshot to `path` atomically."
+    fn save(path) "path: string" -> "void" = |b, env| Ok(b.save(string(path.as_ref(), "path")?)?);
+    "Restores from `path`; false (and no change) when the file does not exist."
+    fn load(path) "path: string" -> "boolean"
+        = |b, env| Ok(b.load(string(path.as_ref(), "path")?)?);
+    "The current state (without the lazy OPEN→HALF_OPEN move)."
+    get state -> "CircuitState" = |b, env| Ok(b.state().as_str());
     "A breaker from its config (omitted keys: the defaults); with `statePath` it loads that file now."
-    fn new("config?: FailureConfig | null, clock?: Clock | null") = |config, clock| {
-        let config = FailureConfig::from_json(config)?;
-        agentbreaker::FailureBreaker::with_clock(config, clock).map(Arc::new)
-    };
+    fn new("config?: FailureConfig | null, clock?: Clock | null");
     "Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED)."
     fn restore(snapshot: Snapshot "snapshot: FailureSnapshot") = restore_json;
     "Records a success: the count returns to 0; in HALF_OPEN the circuit closes."
@@ -130,18 +96,20 @@ methods!(FailureBreaker(Arc<agentbreaker::FailureBreaker>) emits ["stateChange",
     fn store_status() -> "StoreStatus | null" = store_status;
 });
 
-/// Sets `functions[name]` to a function bound to `work`, which runs as an export does ([`run`]:
-/// listeners, panics, error codes), its error thrown here, where the `Code` is known (the closure
-/// trampoline only throws `Status` errors).
+/// Sets `functions[name]` to a function bound to `work` on `breaker`, which runs as an export does
+/// ([`run`]: listeners, panics, error codes), its error thrown here, where the `Code` is known (the
+/// closure trampoline only throws `Status` errors).
 fn bind<T: ToNapiValue>(
     env: &Env,
     functions: &mut Object<'_>,
+    breaker: &Arc<agentbreaker::FailureBreaker>,
     name: &str,
-    work: impl Fn() -> Result<T, Failure> + 'static,
+    work: impl Fn(&agentbreaker::FailureBreaker) -> Result<T, Failure> + 'static,
 ) -> napi::Result<()> {
+    let breaker = Arc::clone(breaker);
     let function = env.create_function_from_closure::<(), _, _>(name, move |ctx| {
         let env: &Env = ctx.env;
-        run(env, &work).map_err(|error| {
+        run(env, || work(&breaker)).map_err(|error| {
             if error.status != PENDING {
                 // Failing to throw leaves nothing better: the trampoline throws the status error.
                 let _ = env.throw(napi::Error::new(error.status, error.reason.clone()));

@@ -5,7 +5,6 @@ use agentbreaker::MonitorConfig;
 use agentbreaker::interop::ArgKind;
 use agentbreaker::metrics::{json_event_updates, vocabulary_json};
 use napi::Env;
-use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -14,33 +13,20 @@ use crate::convert::{opt_json, result, string};
 use crate::error::{self, Arg, Failure, internal, run};
 use crate::listeners::{self, JsListeners, ListenerArg, metric_options, updates_json};
 
-/// The metrics vocabulary (docs/observability.md): `{name, prometheusName, instrument, unit,
-/// description, attributes, buckets?}` per metric.
-#[napi(catch_unwind, ts_return_type = "MetricDefinition[]")]
-pub fn metric_definitions(env: &Env) -> error::Result<Unknown<'_>> {
-    run(env, || result(env, &vocabulary_json()))
-}
-
-/// The metric updates of a listener event of the breaker kind `breaker` (`failure`,
-/// `stagnation`, `budget`, `loop`, `strategy`, `monitor`); `{task: true}` adds the task.
-#[napi(
-    catch_unwind,
-    ts_args_type = "event: BreakerEvent | VerdictEvent, breaker: string, options?: MetricOptions | null",
-    ts_return_type = "MetricUpdate[]"
-)]
-pub fn metric_updates<'e>(
-    env: &'e Env,
-    event: Arg<'_>,
-    breaker: Arg<'_>,
-    options: Arg<'_>,
-) -> error::Result<Unknown<'e>> {
-    run(env, || {
-        let event = opt_json(event.as_ref(), ArgKind::Event, "event")?;
-        let breaker = string(breaker.as_ref(), "breaker")?;
-        let options = metric_options(options.as_ref())?;
-        let updates = json_event_updates(&event, &breaker, options);
-        result(env, &updates_json(&updates))
-    })
+functions! {
+    "The metrics vocabulary (docs/observability.md): `{name, prometheusName, instrument, unit,"
+    "description, attributes, buckets?}` per metric."
+    fn metric_definitions() "" -> "MetricDefinition[]" = |env| result(env, &vocabulary_json());
+    "The metric updates of a listener event of the breaker kind `breaker` (`failure`,"
+    "`stagnation`, `budget`, `loop`, `strategy`, `monitor`); `{task: true}` adds the task."
+    fn metric_updates(event, breaker, options)
+        "event: BreakerEvent | VerdictEvent, breaker: string, options?: MetricOptions | null"
+        -> "MetricUpdate[]" = |env| {
+            let event = opt_json(event.as_ref(), ArgKind::Event, "event")?;
+            let breaker = string(breaker.as_ref(), "breaker")?;
+            let options = metric_options(options.as_ref())?;
+            result(env, &updates_json(&json_event_updates(&event, &breaker, options)))
+        };
 }
 
 /// Watches an agent: `new Monitor({profile: 'coding-agent', toolLimits: {web_fetch: 20}})`,
@@ -121,15 +107,11 @@ impl Monitor {
             Ok(())
         })
     }
-
-    /// The configuration in effect: the profile with the overrides.
-    #[napi(getter, catch_unwind, ts_return_type = "ResolvedMonitorConfig")]
-    pub fn config<'e>(&self, env: &'e Env) -> error::Result<Unknown<'e>> {
-        run(env, || result(env, self.inner.config()))
-    }
 }
 
 methods!(Monitor(agentbreaker::Monitor) emits ["verdict"] {
+    "The configuration in effect: the profile with the overrides."
+    get config -> "ResolvedMonitorConfig" = |m, env| result(env, m.config());
     "Takes one event; returns its verdict. A malformed event is `INVALID_EVENT`, changes nothing."
     fn observe(event: Event "event: MonitorEvent") -> "Verdict" = observe;
     "Replaces the state with a snapshot's; a bad one is `INVALID_SNAPSHOT` and changes nothing."

@@ -1,14 +1,13 @@
 //! `StagnationBreaker` (contract section 3).
 
 use agentbreaker::interop::{ArgKind, type_name};
-use agentbreaker::{AgentStep, IterationMetrics, StagnationConfig};
-use napi::Env;
+use agentbreaker::{AgentStep, IterationMetrics};
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 use serde_json::Value;
 
 use crate::convert::{cut, opt_json, string, wrong_type};
-use crate::error::{self, Arg, Failure, run};
+use crate::error::Failure;
 use crate::listeners::JsListeners;
 
 /// Detects a loop that stopped making progress: no progress for a number of iterations, the
@@ -48,57 +47,29 @@ fn transient_option(options: Option<&Unknown<'_>>) -> Result<bool, Failure> {
     }
 }
 
-#[napi]
-impl StagnationBreaker {
-    /// Records one iteration: `{filesChanged, testsPassing, outputLength}` (whole numbers >= 0;
-    /// missing keys are 0).
-    #[napi(catch_unwind, ts_args_type = "metrics: IterationMetrics")]
-    pub fn record_progress(&self, env: &Env, metrics: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            let metrics = opt_json(metrics.as_ref(), ArgKind::Argument, "metrics")?;
-            let metrics = IterationMetrics::from_json(&metrics)?;
-            self.inner.record_progress(metrics);
-            Ok(())
-        })
-    }
-
-    /// Records an error; `{transient: true}` (rate limits, 5xx, timeouts) never counts.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "error: string, options?: RecordErrorOptions | null"
-    )]
-    pub fn record_error(&self, env: &Env, error: Arg<'_>, options: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            let error = string(error.as_ref(), "error")?;
-            let transient = transient_option(options.as_ref())?;
-            self.inner.record_error(&error, transient);
-            Ok(())
-        })
-    }
-
-    /// Records one agent step `{action, result?, failed?}` for the step detectors (repeats,
-    /// cycles, fail streaks, the fail window; all off by default, see `profile('coding-agent')`).
-    #[napi(catch_unwind, ts_args_type = "step: AgentStep")]
-    pub fn record_step(&self, env: &Env, step: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            let step = opt_json(step.as_ref(), ArgKind::Argument, "step")?;
-            self.inner.record_step(&AgentStep::from_json(&step)?);
-            Ok(())
-        })
-    }
-
-    /// The current state.
-    #[napi(getter, catch_unwind, ts_return_type = "CircuitState")]
-    pub fn state(&self) -> &'static str {
-        self.inner.state().as_str()
-    }
-}
-
 methods!(StagnationBreaker(agentbreaker::StagnationBreaker) emits ["stateChange"] {
-    "A breaker with the given config (omitted keys take the defaults) on the given clock."
-    fn new("config?: StagnationConfig | null, clock?: Clock | null") = |config, clock| {
-        agentbreaker::StagnationBreaker::with_clock(StagnationConfig::from_json(config)?, clock)
+    "Records one iteration: `{filesChanged, testsPassing, outputLength}` (whole numbers >= 0;"
+    "missing keys are 0)."
+    fn record_progress(metrics) "metrics: IterationMetrics" -> "void" = |b, env| {
+        let metrics = opt_json(metrics.as_ref(), ArgKind::Argument, "metrics")?;
+        Ok(IterationMetrics::from_json(&metrics).map(|m| b.record_progress(m))?)
     };
+    "Records an error; `{transient: true}` (rate limits, 5xx, timeouts) never counts."
+    fn record_error(error, options) "error: string, options?: RecordErrorOptions | null" -> "void"
+        = |b, env| {
+            let error = string(error.as_ref(), "error")?;
+            transient_option(options.as_ref()).map(|t| b.record_error(&error, t))
+        };
+    "Records one agent step `{action, result?, failed?}` for the step detectors (repeats,"
+    "cycles, fail streaks, the fail window; all off by default, see `profile('coding-agent')`)."
+    fn record_step(step) "step: AgentStep" -> "void" = |b, env| {
+        let step = opt_json(step.as_ref(), ArgKind::Argument, "step")?;
+        Ok(AgentStep::from_json(&step).map(|s| b.record_step(&s))?)
+    };
+    "The current state."
+    get state -> "CircuitState" = |b, env| Ok(b.state().as_str());
+    "A breaker with the given config (omitted keys take the defaults) on the given clock."
+    fn new("config?: StagnationConfig | null, clock?: Clock | null");
     "Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED)."
     fn restore(snapshot: Snapshot "snapshot: StagnationSnapshot") = restore_json;
     "Whether the loop may continue: `{allowContinue, state, reason}`."
