@@ -9,10 +9,7 @@ use crate::listeners::JsListeners;
 /// outcome.
 #[napi]
 #[derive(Debug)]
-pub struct Loop {
-    inner: agentbreaker::Loop,
-    listeners: JsListeners,
-}
+pub struct Loop(agentbreaker::Loop, JsListeners);
 
 methods!(Loop(agentbreaker::Loop) emits ["stateChange", "warning", "halt"] {
     "A loop from `{maxIterations, strategy, stagnation, budget}` (no `budget`: no budget checks)."

@@ -8,10 +8,7 @@ use crate::listeners::JsListeners;
 /// and near-identical outputs.
 #[napi]
 #[derive(Debug)]
-pub struct BudgetBreaker {
-    inner: agentbreaker::BudgetBreaker,
-    listeners: JsListeners,
-}
+pub struct BudgetBreaker(agentbreaker::BudgetBreaker, JsListeners);
 
 methods!(BudgetBreaker(agentbreaker::BudgetBreaker) emits ["halt"] {
     "A breaker with the given config (omitted keys take the defaults) on the given clock."

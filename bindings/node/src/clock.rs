@@ -7,18 +7,15 @@ use agentbreaker::{Clock, SharedClock};
 use napi::bindgen_prelude::{Either3, JsObjectValue, JsValue, Reference, Unknown};
 use napi::{Env, ValueType};
 use napi_derive::napi;
-use serde_json::Value;
 
-use crate::convert::{millis, opt_json, wrong_type};
+use crate::convert::{millis, wrong_type};
 use crate::error::{self, Arg, Failure, run};
 
 /// A clock that only moves when told to. Hand it to breakers to test your own loops
 /// deterministically; one clock may drive many breakers.
 #[napi]
 #[derive(Debug)]
-pub struct ManualClock {
-    inner: Arc<agentbreaker::ManualClock>,
-}
+pub struct ManualClock(Arc<agentbreaker::ManualClock>);
 
 #[napi]
 impl ManualClock {
@@ -30,7 +27,7 @@ impl ManualClock {
                 .as_ref()
                 .map_or(Ok(0), |v| millis(Some(v), "startMs"))?;
             let inner = agentbreaker::ManualClock::shared(start);
-            Ok(ManualClock { inner })
+            Ok(ManualClock(inner))
         })
     }
 }
@@ -74,7 +71,7 @@ pub type ClockArg<'a> = Option<Either3<&'a ManualClock, &'a SystemClock, Unknown
 pub fn shared_clock(clock: &ClockArg<'_>) -> Result<SharedClock, Failure> {
     match clock {
         None | Some(Either3::B(_)) => Ok(agentbreaker::SystemClock::shared()),
-        Some(Either3::A(manual)) => Ok(manual.inner.clone()),
+        Some(Either3::A(manual)) => Ok(manual.0.clone()),
         Some(Either3::C(other)) => Err(wrong_type(ArgKind::Argument, "clock", CLOCKS, Some(other))),
     }
 }
@@ -92,7 +89,7 @@ pub fn clock_in(options: Option<&Unknown<'_>>) -> Result<Option<SharedClock>, Fa
     } else if let Ok(manual) =
         object.get_named_property_unchecked::<Reference<ManualClock>>("clock")
     {
-        Ok(Some(manual.inner.clone()))
+        Ok(Some(manual.0.clone()))
     } else if object
         .get_named_property_unchecked::<Reference<SystemClock>>("clock")
         .is_ok()
@@ -106,18 +103,4 @@ pub fn clock_in(options: Option<&Unknown<'_>>) -> Result<Option<SharedClock>, Fa
             Some(&clock),
         ))
     }
-}
-
-/// The body of a constructor `new X(config?, clock?)`: the config as JSON (refused with
-/// `INVALID_CONFIG`), the clock, and the core object `make` builds from them.
-pub fn construct<T, C: From<T>>(
-    env: &Env,
-    config: &Arg<'_>,
-    clock: &ClockArg<'_>,
-    make: impl FnOnce(&Value, SharedClock) -> agentbreaker::Result<T>,
-) -> error::Result<C> {
-    run(env, || {
-        let config = opt_json(config.as_ref(), ArgKind::Config, "config")?;
-        Ok(make(&config, shared_clock(clock)?)?.into())
-    })
 }

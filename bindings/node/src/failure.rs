@@ -24,10 +24,7 @@ use crate::listeners::JsListeners;
 /// closes again.
 #[napi]
 #[derive(Debug)]
-pub struct FailureBreaker {
-    inner: Arc<agentbreaker::FailureBreaker>,
-    listeners: JsListeners,
-}
+pub struct FailureBreaker(Arc<agentbreaker::FailureBreaker>, JsListeners);
 
 #[napi]
 impl FailureBreaker {
@@ -41,19 +38,14 @@ impl FailureBreaker {
     pub fn fast_path<'e>(&self, env: &'e Env) -> error::Result<Object<'e>> {
         run(env, || {
             let mut functions = Object::new(env)?;
-            bind(env, &mut functions, &self.inner, "acquire", |b| {
+            bind(env, &mut functions, &self.0, "acquire", |b| {
                 Ok(b.try_acquire().map(drop)?)
             })?;
-            bind(env, &mut functions, &self.inner, "permit", |b| {
-                Ok(match b.should_allow_operation() {
-                    Permission {
-                        allowed: true,
-                        message: None,
-                    } => None,
-                    other => Some((other.allowed, other.message)),
-                })
+            bind(env, &mut functions, &self.0, "permit", |b| {
+                let Permission { allowed, message } = b.should_allow_operation();
+                Ok((!allowed || message.is_some()).then_some((allowed, message)))
             })?;
-            bind(env, &mut functions, &self.inner, "success", |b| {
+            bind(env, &mut functions, &self.0, "success", |b| {
                 b.record_success();
                 Ok(())
             })?;
@@ -70,12 +62,13 @@ methods!(FailureBreaker(agentbreaker::FailureBreaker) emits ["stateChange", "war
     "when refused. After it returns, run the operation and record its outcome."
     fn try_acquire() "" -> "Permission" = |b, env| result(env, &b.try_acquire()?);
     "Writes the snapshot to `path` atomically."
-    fn save(path) "path: string" -> "void" = |b, env| Ok(b.save(string(path.as_ref(), "path")?)?);
+    fn save(path) "path: string" -> "void"
+        = |b, env| Ok(b.save(string(path.as_ref(), "path")?)?);
     "Restores from `path`; false (and no change) when the file does not exist."
     fn load(path) "path: string" -> "boolean"
         = |b, env| Ok(b.load(string(path.as_ref(), "path")?)?);
     "The current state (without the lazy OPEN→HALF_OPEN move)."
-    get state -> "CircuitState" = |b, env| Ok(b.state().as_str());
+    fn state() [getter] -> "CircuitState" = |b, env| Ok(b.state().as_str());
     "A breaker from its config (omitted keys: the defaults); with `statePath` it loads that file now."
     fn new("config?: FailureConfig | null, clock?: Clock | null");
     "Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED)."

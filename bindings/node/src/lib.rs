@@ -8,16 +8,18 @@
 
 /// The `#[napi] impl` block of a class, its methods written in a short form; the work of each
 /// runs in [`error::js`], its value converted by napi. `methods!(X(Core) emits ["type", ...] {
-/// ... })` is the block of a class over a core event source (a struct holding the core object,
-/// `inner`, and its JavaScript listeners, `listeners`): it also gives `X` `From<Core>`, and ends
+/// ... })` is the block of a class over a core event source (a tuple struct of the core object
+/// and its JavaScript listeners, `X(Core, JsListeners)`): it also gives `X` `From<Core>`, and ends
 /// with the `listenerErrors` getter and the hidden `_addListener`/`_removeListener` (for the
 /// event types after `emits`) that `agentbreaker.js` builds `on()` and `off()` on.
 /// `methods!(X { ... })` is a plain block. The forms:
-/// - `"doc" fn new("TS args");`: the constructor `new X(config?, clock?)` ([`clock::construct`])
-///   of the core's `FromConfig`, or with `= |config, clock| make;` of `make`;
+/// - `"doc" fn new("TS args");`: the constructor `new X(config?, clock?)`: the config as JSON
+///   (refused with `INVALID_CONFIG`), the clock ([`clock::shared_clock`]) and the core object
+///   they make (`interop::FromConfig`, or with `= |config, clock| make;` `make`);
 /// - `"doc" fn name(a, b) "TS args" -> "TsType" = |inner, env| work;`: a method with optional
-///   arguments `a` and `b` ([`error::Arg`]), `work` a `Result<T, Failure>` of the `inner` field;
-/// - `"doc" get name -> "TsType" = |inner, env| work;`: the same as a getter;
+///   arguments `a` and `b` ([`error::Arg`]), `work` a `Result<T, Failure>` of `inner`, the
+///   object's first field (the core object; the core clock of a `ManualClock`);
+///   `fn name() [getter] -> "TsType" = ...` is a getter;
 /// - `"doc" fn getStatus() -> "TsType" = status;` and `"doc" fn reset() = reset;`: the core
 ///   object's method of the name after `=`, its result returned as a JavaScript value, or nothing;
 /// - `"doc" fn restore(snapshot: Snapshot "TS args") = restore_json;` (or `-> "TsType"`): the
@@ -32,16 +34,10 @@ macro_rules! methods {
     ($class:ident($core:ty) emits [$($event:tt),*] { $($methods:tt)* }) => {
         impl From<$core> for $class {
             fn from(core: $core) -> Self {
-                $class { inner: core.into(), listeners: Default::default() }
+                $class(core.into(), Default::default())
             }
         }
         methods!(@munch $class [$core] [
-            #[doc = "Listener calls that threw."]
-            #[napi(getter, catch_unwind)]
-            pub fn listener_errors(&self) -> f64 {
-                self.inner.listener_errors() as f64
-            }
-
             #[doc(hidden)]
             #[napi(js_name = "_addListener", catch_unwind, skip_typescript)]
             pub fn add_js_listener(
@@ -50,17 +46,20 @@ macro_rules! methods {
                 kind: napi::bindgen_prelude::Unknown<'_>,
                 listener: $crate::listeners::ListenerArg<'_>,
             ) -> $crate::error::Result<u32> {
-                let (register, types) = (|l| self.inner.add_listener(l), &[$($event),*]);
-                $crate::error::run(env, || self.listeners.add(register, types, &kind, &listener))
+                let (register, types) = (|l| self.0.add_listener(l), &[$($event),*]);
+                $crate::error::run(env, || self.1.add(register, types, &kind, &listener))
             }
 
             #[doc(hidden)]
             #[napi(js_name = "_removeListener", catch_unwind, skip_typescript)]
             pub fn remove_js_listener(&self, env: &napi::Env, id: $crate::error::Arg<'_>) -> $crate::error::Result<bool> {
-                let unregister = |l| self.inner.remove_listener(l);
-                $crate::error::run(env, || self.listeners.remove(unregister, id.as_ref()))
+                let unregister = |l| self.0.remove_listener(l);
+                $crate::error::run(env, || self.1.remove(unregister, id.as_ref()))
             }
-        ] [] $($methods)*);
+        ] [] $($methods)* "Listener calls that threw."
+            fn listener_errors() [getter] -> "number"
+            = |inner, env| Ok(inner.listener_errors() as f64);
+        );
     };
     (@make [$core:ty]) => { <$core as agentbreaker::interop::FromConfig>::from_config };
     (@make [$core:ty] $make:expr) => { $make };
@@ -71,9 +70,9 @@ macro_rules! methods {
             $($tail)*
         }
     };
-    (@munch $class:ident $core:tt $tail:tt [$($out:tt)*] $($doc:literal)+
+    (@munch $class:ident [$core:ty] $tail:tt [$($out:tt)*] $($doc:literal)+
         fn new($ts_args:tt) $(= |$config:ident, $clock:ident| $make:expr)?; $($rest:tt)*) => {
-        methods!(@munch $class $core $tail [$($out)*
+        methods!(@munch $class [$core] $tail [$($out)*
             $(#[doc = $doc])+
             #[napi(constructor, catch_unwind, ts_args_type = $ts_args)]
             pub fn new(
@@ -81,63 +80,49 @@ macro_rules! methods {
                 config: $crate::error::Arg<'_>,
                 clock: $crate::clock::ClockArg<'_>,
             ) -> $crate::error::Result<Self> {
-                $crate::clock::construct(env, &config, &clock, {
-                    methods!(@make $core $(|$config, $clock| $make)?)
+                use agentbreaker::interop::ArgKind;
+                $crate::error::run(env, || {
+                    let config = config.as_ref();
+                    let config = $crate::convert::opt_json(config, ArgKind::Config, "config")?;
+                    let make = methods!(@make [$core] $(
+                        |$config: &serde_json::Value, $clock| -> agentbreaker::Result<_> { $make }
+                    )?);
+                    Ok(Self::from(make(&config, $crate::clock::shared_clock(&clock)?)?))
                 })
             }
         ] $($rest)*);
     };
     (@munch $class:ident $core:tt $tail:tt $out:tt $($doc:literal)+
-        fn $name:ident() -> $ts:tt = $f:ident; $($rest:tt)*) => {
-        methods!(@munch $class $core $tail $out $($doc)+ fn $name() "" -> $ts
-            = |inner, env| $crate::convert::result(env, &inner.$f()); $($rest)*);
-    };
-    (@munch $class:ident $core:tt $tail:tt $out:tt $($doc:literal)+
-        fn $name:ident() = $f:ident; $($rest:tt)*) => {
-        methods!(@munch $class $core $tail $out $($doc)+ fn $name() "" -> "void"
-            = |inner, env| Ok(inner.$f()); $($rest)*);
-    };
-    (@munch $class:ident $core:tt $tail:tt $out:tt $($doc:literal)+
-        fn $name:ident($arg:ident: $kind:ident $ts_args:tt) -> $ts:tt = $f:ident; $($rest:tt)*) => {
-        methods!(@munch $class $core $tail $out $($doc)+ fn $name($arg) $ts_args -> $ts
-            = |inner, env| $crate::convert::result(env, &inner.$f(&methods!(@json $arg $kind))?);
+        fn $name:ident($($arg:ident: $kind:ident $ts_args:tt)?) -> $ts:tt = $f:ident;
+        $($rest:tt)*) => {
+        methods!(@munch $class $core $tail $out $($doc)+ fn $name($($arg)?) $($ts_args)? -> $ts
+            = |inner, env| {
+                $crate::convert::result(env, &methods!(@call inner.$f($($arg $kind)?)))
+            };
             $($rest)*);
     };
     (@munch $class:ident $core:tt $tail:tt $out:tt $($doc:literal)+
-        fn $name:ident($arg:ident: $kind:ident $ts_args:tt) = $f:ident; $($rest:tt)*) => {
-        methods!(@munch $class $core $tail $out $($doc)+ fn $name($arg) $ts_args -> "void"
-            = |inner, env| Ok(inner.$f(&methods!(@json $arg $kind))?); $($rest)*);
+        fn $name:ident($($arg:ident: $kind:ident $ts_args:tt)?) = $f:ident; $($rest:tt)*) => {
+        methods!(@munch $class $core $tail $out $($doc)+ fn $name($($arg)?) $($ts_args)? -> "void"
+            = |inner, env| Ok(methods!(@call inner.$f($($arg $kind)?))); $($rest)*);
     };
-    (@json $arg:ident $kind:ident) => {{
+    (@call $inner:ident.$f:ident()) => { $inner.$f() };
+    (@call $inner:ident.$f:ident($arg:ident $kind:ident)) => {{
         let kind = agentbreaker::interop::ArgKind::$kind;
-        $crate::convert::opt_json($arg.as_ref(), kind, stringify!($arg))?
+        $inner.$f(&$crate::convert::opt_json($arg.as_ref(), kind, stringify!($arg))?)?
     }};
     (@munch $class:ident $core:tt $tail:tt [$($out:tt)*] $($doc:literal)+
-        fn $name:ident($($arg:ident),*) $ts_args:tt -> $ts:tt
+        fn $name:ident($($arg:ident),*) $([$getter:ident])? $($ts_args:literal)? -> $ts:tt
         = |$inner:ident, $env:ident| $work:expr; $($rest:tt)*) => {
         methods!(@munch $class $core $tail [$($out)*
             $(#[doc = $doc])+
-            #[napi(catch_unwind, ts_args_type = $ts_args, ts_return_type = $ts)]
+            #[napi($($getter,)? catch_unwind, $(ts_args_type = $ts_args,)? ts_return_type = $ts)]
             pub fn $name<'e>(
                 &self,
                 $env: &'e napi::Env,
                 $($arg: $crate::error::Arg<'_>),*
             ) -> $crate::error::Result<napi::bindgen_prelude::Unknown<'e>> {
-                let $inner = &self.inner;
-                $crate::error::js($env, || $work)
-            }
-        ] $($rest)*);
-    };
-    (@munch $class:ident $core:tt $tail:tt [$($out:tt)*] $($doc:literal)+
-        get $name:ident -> $ts:tt = |$inner:ident, $env:ident| $work:expr; $($rest:tt)*) => {
-        methods!(@munch $class $core $tail [$($out)*
-            $(#[doc = $doc])+
-            #[napi(getter, catch_unwind, ts_return_type = $ts)]
-            pub fn $name<'e>(
-                &self,
-                $env: &'e napi::Env,
-            ) -> $crate::error::Result<napi::bindgen_prelude::Unknown<'e>> {
-                let $inner = &self.inner;
+                let $inner = &self.0;
                 $crate::error::js($env, || $work)
             }
         ] $($rest)*);
@@ -172,11 +157,7 @@ mod monitor;
 mod stagnation;
 mod strategy;
 
-pub use agent_loop::Loop;
-pub use budget::BudgetBreaker;
-pub use clock::{ManualClock, SystemClock};
+// The exported functions are used only by their napi registration, which rustc does not see.
 pub use env::{config_from_env, profile, profile_names};
-pub use failure::FailureBreaker;
-pub use monitor::{Monitor, metric_definitions, metric_updates};
-pub use stagnation::StagnationBreaker;
-pub use strategy::{ExitStrategy, FixPlan, analyze, fingerprint};
+pub use monitor::{metric_definitions, metric_updates};
+pub use strategy::{analyze, fingerprint};

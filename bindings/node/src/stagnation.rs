@@ -1,6 +1,6 @@
 //! `StagnationBreaker` (contract section 3).
 
-use agentbreaker::interop::{ArgKind, type_name};
+use agentbreaker::interop::ArgKind;
 use agentbreaker::{AgentStep, IterationMetrics};
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
@@ -8,16 +8,13 @@ use serde_json::Value;
 
 use crate::convert::{cut, opt_json, string, wrong_type};
 use crate::error::Failure;
-use crate::listeners::JsListeners;
+use crate::listeners::{JsListeners, flag};
 
 /// Detects a loop that stopped making progress: no progress for a number of iterations, the
 /// same error again and again, or declining output.
 #[napi]
 #[derive(Debug)]
-pub struct StagnationBreaker {
-    inner: agentbreaker::StagnationBreaker,
-    listeners: JsListeners,
-}
+pub struct StagnationBreaker(agentbreaker::StagnationBreaker, JsListeners);
 
 /// `{transient}` of `recordError`: `undefined`/`null` is `{}`; another key is refused so that a
 /// misspelt option is not silently ignored.
@@ -30,21 +27,10 @@ fn transient_option(options: Option<&Unknown<'_>>) -> Result<bool, Failure> {
     };
     if let Some(key) = map.keys().find(|k| *k != "transient") {
         let key = cut(format!("{key:?}"));
-        return Err(kind
-            .error(format_args!(
-                "{what}: unknown key {key} (allowed: transient)"
-            ))
-            .into());
+        let message = format_args!("{what}: unknown key {key} (allowed: transient)");
+        return Err(kind.error(message).into());
     }
-    match map.get("transient") {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(v) => Err(Failure::Type(kind.wrong_type(
-            "options.transient",
-            "a boolean",
-            type_name(v),
-        ))),
-    }
+    flag(map.get("transient"), "options.transient")
 }
 
 methods!(StagnationBreaker(agentbreaker::StagnationBreaker) emits ["stateChange"] {
@@ -67,7 +53,7 @@ methods!(StagnationBreaker(agentbreaker::StagnationBreaker) emits ["stateChange"
         Ok(AgentStep::from_json(&step).map(|s| b.record_step(&s))?)
     };
     "The current state."
-    get state -> "CircuitState" = |b, env| Ok(b.state().as_str());
+    fn state() [getter] -> "CircuitState" = |b, env| Ok(b.state().as_str());
     "A breaker with the given config (omitted keys take the defaults) on the given clock."
     fn new("config?: StagnationConfig | null, clock?: Clock | null");
     "Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED)."

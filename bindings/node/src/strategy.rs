@@ -46,10 +46,7 @@ fn should_exit<'e>(
 /// `'circuit_breaker'` or `'composite'`.
 #[napi]
 #[derive(Debug)]
-pub struct ExitStrategy {
-    inner: agentbreaker::ExitStrategy,
-    listeners: JsListeners,
-}
+pub struct ExitStrategy(agentbreaker::ExitStrategy, JsListeners);
 
 methods!(ExitStrategy(agentbreaker::ExitStrategy) emits ["warning"] {
     "A strategy from its config (default `{type: 'auto'}`); the clock stamps a fix plan's warnings."
@@ -64,10 +61,7 @@ methods!(ExitStrategy(agentbreaker::ExitStrategy) emits ["warning"] {
 /// signals completion or skipped after `maxAttempts` responses that do not.
 #[napi]
 #[derive(Debug)]
-pub struct FixPlan {
-    inner: agentbreaker::ExitStrategy,
-    listeners: JsListeners,
-}
+pub struct FixPlan(agentbreaker::ExitStrategy, JsListeners);
 
 #[napi]
 impl FixPlan {
