@@ -38,15 +38,23 @@ impl FailureBreaker {
     pub fn fast_path<'e>(&self, env: &'e Env) -> error::Result<Object<'e>> {
         run(env, || {
             let mut functions = Object::new(env)?;
-            bind(env, &mut functions, &self.0, "acquire", |b| {
-                Ok(b.try_acquire().map(drop)?)
+            let breaker = Arc::clone(&self.0);
+            bind(env, &mut functions, "acquire", move || {
+                Ok(breaker.try_acquire().map(drop)?)
             })?;
-            bind(env, &mut functions, &self.0, "permit", |b| {
-                let Permission { allowed, message } = b.should_allow_operation();
-                Ok((!allowed || message.is_some()).then_some((allowed, message)))
+            let breaker = Arc::clone(&self.0);
+            bind(env, &mut functions, "permit", move || {
+                Ok(match breaker.should_allow_operation() {
+                    Permission {
+                        allowed: true,
+                        message: None,
+                    } => None,
+                    other => Some((other.allowed, other.message)),
+                })
             })?;
-            bind(env, &mut functions, &self.0, "success", |b| {
-                b.record_success();
+            let breaker = Arc::clone(&self.0);
+            bind(env, &mut functions, "success", move || {
+                breaker.record_success();
                 Ok(())
             })?;
             Ok(functions)
@@ -89,20 +97,18 @@ methods!(FailureBreaker(agentbreaker::FailureBreaker) emits ["stateChange", "war
     fn store_status() -> "StoreStatus | null" = store_status;
 });
 
-/// Sets `functions[name]` to a function bound to `work` on `breaker`, which runs as an export does
-/// ([`run`]: listeners, panics, error codes), its error thrown here, where the `Code` is known (the
-/// closure trampoline only throws `Status` errors).
+/// Sets `functions[name]` to a function bound to `work`, which runs as an export does ([`run`]:
+/// listeners, panics, error codes), its error thrown here, where the `Code` is known (the closure
+/// trampoline only throws `Status` errors).
 fn bind<T: ToNapiValue>(
     env: &Env,
     functions: &mut Object<'_>,
-    breaker: &Arc<agentbreaker::FailureBreaker>,
     name: &str,
-    work: impl Fn(&agentbreaker::FailureBreaker) -> Result<T, Failure> + 'static,
+    work: impl Fn() -> Result<T, Failure> + 'static,
 ) -> napi::Result<()> {
-    let breaker = Arc::clone(breaker);
     let function = env.create_function_from_closure::<(), _, _>(name, move |ctx| {
         let env: &Env = ctx.env;
-        run(env, || work(&breaker)).map_err(|error| {
+        run(env, &work).map_err(|error| {
             if error.status != PENDING {
                 // Failing to throw leaves nothing better: the trampoline throws the status error.
                 let _ = env.throw(napi::Error::new(error.status, error.reason.clone()));
