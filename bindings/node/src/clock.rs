@@ -26,8 +26,7 @@ impl ManualClock {
             let start = start_ms
                 .as_ref()
                 .map_or(Ok(0), |v| millis(Some(v), "startMs"))?;
-            let inner = agentbreaker::ManualClock::shared(start);
-            Ok(ManualClock(inner))
+            Ok(ManualClock(agentbreaker::ManualClock::shared(start)))
         })
     }
 }
@@ -96,11 +95,7 @@ pub fn clock_in(options: Option<&Unknown<'_>>) -> Result<Option<SharedClock>, Fa
     {
         Ok(Some(agentbreaker::SystemClock::shared()))
     } else {
-        Err(wrong_type(
-            ArgKind::Argument,
-            "config.clock",
-            CLOCKS,
-            Some(&clock),
-        ))
+        let what = "config.clock";
+        Err(wrong_type(ArgKind::Argument, what, CLOCKS, Some(&clock)))
     }
 }
