@@ -1,7 +1,6 @@
 //! `Loop` (contract section 5.4): the coordinator of the analyzer, an exit strategy, a
 //! StagnationBreaker and an optional BudgetBreaker.
 
-use agentbreaker::LoopConfig;
 use napi_derive::napi;
 
 use crate::listeners::JsListeners;
@@ -10,16 +9,11 @@ use crate::listeners::JsListeners;
 /// outcome.
 #[napi]
 #[derive(Debug)]
-pub struct Loop {
-    inner: agentbreaker::Loop,
-    listeners: JsListeners,
-}
+pub struct Loop(agentbreaker::Loop, JsListeners);
 
 methods!(Loop(agentbreaker::Loop) emits ["stateChange", "warning", "halt"] {
     "A loop from `{maxIterations, strategy, stagnation, budget}` (no `budget`: no budget checks)."
-    fn new("config?: LoopConfig | null, clock?: Clock | null") = |config, clock| {
-        agentbreaker::Loop::with_clock(LoopConfig::from_json(config)?, clock)
-    };
+    fn new("config?: LoopConfig | null, clock?: Clock | null");
     "Observes one iteration; after an exit every call is `INVALID_ARGUMENT` until `reset()`."
     fn observe(observation: Argument "observation: Observation") -> "LoopDecision" = observe_json;
     "Where the loop stands."

@@ -1,6 +1,5 @@
 //! `BudgetBreaker` (contract section 4).
 
-use agentbreaker::BudgetConfig;
 use napi_derive::napi;
 
 use crate::listeners::JsListeners;
@@ -9,16 +8,11 @@ use crate::listeners::JsListeners;
 /// and near-identical outputs.
 #[napi]
 #[derive(Debug)]
-pub struct BudgetBreaker {
-    inner: agentbreaker::BudgetBreaker,
-    listeners: JsListeners,
-}
+pub struct BudgetBreaker(agentbreaker::BudgetBreaker, JsListeners);
 
 methods!(BudgetBreaker(agentbreaker::BudgetBreaker) emits ["halt"] {
     "A breaker with the given config (omitted keys take the defaults) on the given clock."
-    fn new("config?: BudgetConfig | null, clock?: Clock | null") = |config, clock| {
-        agentbreaker::BudgetBreaker::with_clock(BudgetConfig::from_json(config)?, clock)
-    };
+    fn new("config?: BudgetConfig | null, clock?: Clock | null");
     "Ingests one event; returns the halt it caused, or `null`. A bad event changes nothing."
     fn ingest(event: Event "event: AgentEvent") -> "Halt | null" = ingest;
     "Checks duration and idle time of every open task (call it about once a second)."

@@ -7,18 +7,15 @@ use agentbreaker::{Clock, SharedClock};
 use napi::bindgen_prelude::{Either3, JsObjectValue, JsValue, Reference, Unknown};
 use napi::{Env, ValueType};
 use napi_derive::napi;
-use serde_json::Value;
 
-use crate::convert::{millis, opt_json, wrong_type};
+use crate::convert::{millis, wrong_type};
 use crate::error::{self, Arg, Failure, run};
 
 /// A clock that only moves when told to. Hand it to breakers to test your own loops
 /// deterministically; one clock may drive many breakers.
 #[napi]
 #[derive(Debug)]
-pub struct ManualClock {
-    inner: Arc<agentbreaker::ManualClock>,
-}
+pub struct ManualClock(Arc<agentbreaker::ManualClock>);
 
 #[napi]
 impl ManualClock {
@@ -29,33 +26,20 @@ impl ManualClock {
             let start = start_ms
                 .as_ref()
                 .map_or(Ok(0), |v| millis(Some(v), "startMs"))?;
-            let inner = agentbreaker::ManualClock::shared(start);
-            Ok(ManualClock { inner })
+            Ok(ManualClock(agentbreaker::ManualClock::shared(start)))
         })
-    }
-
-    /// Sets the time in ms. Going backwards is allowed: breakers treat it as no time passing.
-    #[napi(catch_unwind, ts_args_type = "ms: number")]
-    pub fn set(&self, env: &Env, ms: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            millis(ms.as_ref(), "ms").map(|ms| self.inner.set(ms))
-        })
-    }
-
-    /// Moves the time forward by `ms`.
-    #[napi(catch_unwind, ts_args_type = "ms: number")]
-    pub fn advance(&self, env: &Env, ms: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            millis(ms.as_ref(), "ms").map(|ms| self.inner.advance(ms))
-        })
-    }
-
-    /// The current time in ms.
-    #[napi(catch_unwind)]
-    pub fn now(&self) -> f64 {
-        self.inner.now() as f64
     }
 }
+
+methods!(ManualClock {
+    "Sets the time in ms. Going backwards is allowed: breakers treat it as no time passing."
+    fn set(ms) "ms: number" -> "void" = |c, env| millis(ms.as_ref(), "ms").map(|ms| c.set(ms));
+    "Moves the time forward by `ms`."
+    fn advance(ms) "ms: number" -> "void"
+        = |c, env| millis(ms.as_ref(), "ms").map(|ms| c.advance(ms));
+    "The current time in ms."
+    fn now() "" -> "number" = |c, env| Ok(c.now() as f64);
+});
 
 /// The default clock: monotonic within the process, expressed as Unix-epoch milliseconds.
 #[napi]
@@ -86,7 +70,7 @@ pub type ClockArg<'a> = Option<Either3<&'a ManualClock, &'a SystemClock, Unknown
 pub fn shared_clock(clock: &ClockArg<'_>) -> Result<SharedClock, Failure> {
     match clock {
         None | Some(Either3::B(_)) => Ok(agentbreaker::SystemClock::shared()),
-        Some(Either3::A(manual)) => Ok(manual.inner.clone()),
+        Some(Either3::A(manual)) => Ok(manual.0.clone()),
         Some(Either3::C(other)) => Err(wrong_type(ArgKind::Argument, "clock", CLOCKS, Some(other))),
     }
 }
@@ -104,32 +88,14 @@ pub fn clock_in(options: Option<&Unknown<'_>>) -> Result<Option<SharedClock>, Fa
     } else if let Ok(manual) =
         object.get_named_property_unchecked::<Reference<ManualClock>>("clock")
     {
-        Ok(Some(manual.inner.clone()))
+        Ok(Some(manual.0.clone()))
     } else if object
         .get_named_property_unchecked::<Reference<SystemClock>>("clock")
         .is_ok()
     {
         Ok(Some(agentbreaker::SystemClock::shared()))
     } else {
-        Err(wrong_type(
-            ArgKind::Argument,
-            "config.clock",
-            CLOCKS,
-            Some(&clock),
-        ))
+        let what = "config.clock";
+        Err(wrong_type(ArgKind::Argument, what, CLOCKS, Some(&clock)))
     }
-}
-
-/// The body of a constructor `new X(config?, clock?)`: the config as JSON (refused with
-/// `INVALID_CONFIG`), the clock, and the core object `make` builds from them.
-pub fn construct<T, C: From<T>>(
-    env: &Env,
-    config: &Arg<'_>,
-    clock: &ClockArg<'_>,
-    make: impl FnOnce(&Value, SharedClock) -> agentbreaker::Result<T>,
-) -> error::Result<C> {
-    run(env, || {
-        let config = opt_json(config.as_ref(), ArgKind::Config, "config")?;
-        Ok(make(&config, shared_clock(clock)?)?.into())
-    })
 }

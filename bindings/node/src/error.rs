@@ -12,6 +12,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use agentbreaker::Error;
 use agentbreaker::interop::panic_error;
 use napi::Env;
+use napi::bindgen_prelude::{ToNapiValue, Unknown};
 
 use crate::listeners::EnvScope;
 
@@ -95,10 +96,10 @@ pub fn run<T>(env: &Env, work: impl FnOnce() -> std::result::Result<T, Failure>)
         .map_err(|failure| failure.into_js(env))
 }
 
-/// [`run`] for work that returns nothing and cannot fail (but may call listeners or panic).
-pub fn run_void(env: &Env, work: impl FnOnce()) -> Result<()> {
-    run(env, || {
-        work();
-        Ok(())
-    })
+/// [`run`] for work whose value napi converts (`()` is `undefined`): the methods of [`methods!`].
+pub fn js<'e, T: ToNapiValue>(
+    env: &'e Env,
+    work: impl FnOnce() -> std::result::Result<T, Failure>,
+) -> Result<Unknown<'e>> {
+    run(env, || Ok(work()?.into_unknown(env)?))
 }

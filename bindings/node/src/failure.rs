@@ -11,67 +11,23 @@
 
 use std::sync::Arc;
 
-use agentbreaker::{FailureConfig, Permission};
-use napi::bindgen_prelude::{JsObjectValue, Object, ToNapiValue, Unknown};
+use agentbreaker::Permission;
+use napi::bindgen_prelude::{JsObjectValue, Object, ToNapiValue};
 use napi::{Env, Status};
 use napi_derive::napi;
 
 use crate::convert::{result, string};
-use crate::error::{self, Arg, Failure, PENDING, run};
+use crate::error::{self, Failure, PENDING, run};
 use crate::listeners::JsListeners;
 
 /// Consecutive failures open the circuit; after a cooldown one probe decides whether it
 /// closes again.
 #[napi]
 #[derive(Debug)]
-pub struct FailureBreaker {
-    inner: Arc<agentbreaker::FailureBreaker>,
-    listeners: JsListeners,
-}
+pub struct FailureBreaker(Arc<agentbreaker::FailureBreaker>, JsListeners);
 
 #[napi]
 impl FailureBreaker {
-    /// Records a failure with its error text.
-    #[napi(catch_unwind, ts_args_type = "error: string")]
-    pub fn record_failure(&self, env: &Env, error: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            string(error.as_ref(), "error").map(|e| self.inner.record_failure(&e))
-        })
-    }
-
-    /// `shouldAllowOperation()` that throws a `CIRCUIT_OPEN` error (with the refusal message)
-    /// when refused. After it returns, run the operation and record its outcome.
-    #[napi(catch_unwind, ts_return_type = "Permission")]
-    pub fn try_acquire<'e>(&self, env: &'e Env) -> error::Result<Unknown<'e>> {
-        run(env, || result(env, &self.inner.try_acquire()?))
-    }
-
-    /// Writes the snapshot to `path` atomically.
-    #[napi(catch_unwind, ts_args_type = "path: string")]
-    pub fn save(&self, env: &Env, path: Arg<'_>) -> error::Result<()> {
-        run(env, || {
-            Ok(self.inner.save(string(path.as_ref(), "path")?)?)
-        })
-    }
-
-    /// Restores from `path`; false (and no change) when the file does not exist.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "path: string",
-        ts_return_type = "boolean"
-    )]
-    pub fn load(&self, env: &Env, path: Arg<'_>) -> error::Result<bool> {
-        run(env, || {
-            Ok(self.inner.load(string(path.as_ref(), "path")?)?)
-        })
-    }
-
-    /// The current state (without the lazy OPEN→HALF_OPEN move).
-    #[napi(getter, catch_unwind, ts_return_type = "CircuitState")]
-    pub fn state(&self) -> &'static str {
-        self.inner.state().as_str()
-    }
-
     /// `{acquire, permit, success}`: functions bound to this breaker, for `agentbreaker.js`.
     /// `acquire()` is `tryAcquire()` without its result (`undefined`, or the `CIRCUIT_OPEN`
     /// error); `permit()` is `shouldAllowOperation()` with the closed-circuit answer
@@ -82,11 +38,11 @@ impl FailureBreaker {
     pub fn fast_path<'e>(&self, env: &'e Env) -> error::Result<Object<'e>> {
         run(env, || {
             let mut functions = Object::new(env)?;
-            let breaker = Arc::clone(&self.inner);
+            let breaker = Arc::clone(&self.0);
             bind(env, &mut functions, "acquire", move || {
                 Ok(breaker.try_acquire().map(drop)?)
             })?;
-            let breaker = Arc::clone(&self.inner);
+            let breaker = Arc::clone(&self.0);
             bind(env, &mut functions, "permit", move || {
                 Ok(match breaker.should_allow_operation() {
                     Permission {
@@ -96,7 +52,7 @@ impl FailureBreaker {
                     other => Some((other.allowed, other.message)),
                 })
             })?;
-            let breaker = Arc::clone(&self.inner);
+            let breaker = Arc::clone(&self.0);
             bind(env, &mut functions, "success", move || {
                 breaker.record_success();
                 Ok(())
@@ -106,12 +62,23 @@ impl FailureBreaker {
     }
 }
 
-methods!(FailureBreaker(Arc<agentbreaker::FailureBreaker>) emits ["stateChange", "warning"] {
+methods!(FailureBreaker(agentbreaker::FailureBreaker) emits ["stateChange", "warning"] {
+    "Records a failure with its error text."
+    fn record_failure(error) "error: string" -> "void"
+        = |b, env| string(error.as_ref(), "error").map(|e| b.record_failure(&e));
+    "`shouldAllowOperation()` that throws a `CIRCUIT_OPEN` error (with the refusal message)"
+    "when refused. After it returns, run the operation and record its outcome."
+    fn try_acquire() "" -> "Permission" = |b, env| result(env, &b.try_acquire()?);
+    "Writes the snapshot to `path` atomically."
+    fn save(path) "path: string" -> "void"
+        = |b, env| Ok(b.save(string(path.as_ref(), "path")?)?);
+    "Restores from `path`; false (and no change) when the file does not exist."
+    fn load(path) "path: string" -> "boolean"
+        = |b, env| Ok(b.load(string(path.as_ref(), "path")?)?);
+    "The current state (without the lazy OPEN→HALF_OPEN move)."
+    fn state() [getter] -> "CircuitState" = |b, env| Ok(b.state().as_str());
     "A breaker from its config (omitted keys: the defaults); with `statePath` it loads that file now."
-    fn new("config?: FailureConfig | null, clock?: Clock | null") = |config, clock| {
-        let config = FailureConfig::from_json(config)?;
-        agentbreaker::FailureBreaker::with_clock(config, clock).map(Arc::new)
-    };
+    fn new("config?: FailureConfig | null, clock?: Clock | null");
     "Replaces the state with a snapshot's (OPEN stays OPEN, HALF_OPEN comes back CLOSED)."
     fn restore(snapshot: Snapshot "snapshot: FailureSnapshot") = restore_json;
     "Records a success: the count returns to 0; in HALF_OPEN the circuit closes."

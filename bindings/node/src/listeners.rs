@@ -17,7 +17,7 @@ use agentbreaker::interop::{ArgKind, type_name};
 use agentbreaker::metrics::{self, Recorder, Update};
 use agentbreaker::{Event, Listener, ListenerId};
 use napi::Env;
-use napi::bindgen_prelude::{Either, Function, FunctionRef, Unknown};
+use napi::bindgen_prelude::{Either, FromNapiValue, Function, FunctionRef, Unknown};
 use serde_json::{Value, json};
 
 use crate::convert::{cut, opt_json, result, to_json};
@@ -31,13 +31,6 @@ thread_local! {
 /// called from a listener nest).
 pub struct EnvScope {
     previous: Option<Env>,
-}
-
-impl std::fmt::Debug for EnvScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let nested = self.previous.is_some();
-        f.debug_struct("EnvScope").field("nested", &nested).finish()
-    }
 }
 
 impl EnvScope {
@@ -76,27 +69,34 @@ pub fn updates_json(updates: &[Update]) -> Value {
     Value::Array(updates.iter().map(update).collect())
 }
 
-/// `{task}` of a metrics call: `task` a boolean (default false).
+/// `{task}` of a metrics call: `task` a boolean (default false); other keys are ignored.
 pub fn metric_options(options: Option<&Unknown<'_>>) -> Result<metrics::Options, Failure> {
-    let bad =
-        |what, expected, v: &Value| ArgKind::Argument.wrong_type(what, expected, type_name(v));
-    let task = match opt_json(options, ArgKind::Argument, "options")? {
-        Value::Null => Value::Null,
-        Value::Object(mut o) => o.remove("task").unwrap_or(Value::Null),
-        other => return Err(Failure::Type(bad("options", "an object", &other))),
-    };
-    match task {
-        Value::Null => Ok(metrics::Options::default()),
-        Value::Bool(task) => Ok(metrics::Options { task }),
-        other => Err(Failure::Type(bad("options.task", "a boolean", &other))),
+    let options = opt_json(options, ArgKind::Argument, "options")?;
+    if !matches!(options, Value::Null | Value::Object(_)) {
+        let e = ArgKind::Argument.wrong_type("options", "an object", type_name(&options));
+        return Err(Failure::Type(e));
+    }
+    let task = flag(options.get("task"), "options.task")?;
+    Ok(metrics::Options { task })
+}
+
+/// A boolean option: left out or `null` is false, anything else but a boolean a `TypeError`.
+pub fn flag(value: Option<&Value>, what: &str) -> Result<bool, Failure> {
+    match value {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(v) => {
+            let e = ArgKind::Argument.wrong_type(what, "a boolean", type_name(v));
+            Err(Failure::Type(e))
+        }
     }
 }
 
 /// A core metrics recorder calling `function` with the updates ([`updates_json`]), as a
 /// listener is called: on the JavaScript thread, inside the call that caused them. What it
 /// throws is dropped (a recorder must not stop the agent: the core contains a panicking one).
-pub fn recorder(function: &ListenerArg<'_>) -> Result<Recorder, Failure> {
-    let Either::A(function) = function else {
+pub fn recorder(function: Unknown<'_>) -> Result<Recorder, Failure> {
+    let Either::A(function) = ListenerArg::from_unknown(function)? else {
         let e = ArgKind::Argument.wrong_type("a recorder", "a function or null", "another value");
         return Err(Failure::Type(e));
     };

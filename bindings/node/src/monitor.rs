@@ -1,46 +1,31 @@
 //! `Monitor` (contract section 11, docs/monitor.md): one agent watched event by event, every event
 //! answered with a verdict object.
 
-use agentbreaker::MonitorConfig;
-use agentbreaker::interop::ArgKind;
+use agentbreaker::interop::{ArgKind, FromConfig};
 use agentbreaker::metrics::{json_event_updates, vocabulary_json};
 use napi::Env;
-use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
 use serde_json::Value;
 
 use crate::clock::{ClockArg, clock_in, shared_clock};
 use crate::convert::{opt_json, result, string};
 use crate::error::{self, Arg, Failure, internal, run};
-use crate::listeners::{self, JsListeners, ListenerArg, metric_options, updates_json};
+use crate::listeners::{self, JsListeners, metric_options, updates_json};
 
-/// The metrics vocabulary (docs/observability.md): `{name, prometheusName, instrument, unit,
-/// description, attributes, buckets?}` per metric.
-#[napi(catch_unwind, ts_return_type = "MetricDefinition[]")]
-pub fn metric_definitions(env: &Env) -> error::Result<Unknown<'_>> {
-    run(env, || result(env, &vocabulary_json()))
-}
-
-/// The metric updates of a listener event of the breaker kind `breaker` (`failure`,
-/// `stagnation`, `budget`, `loop`, `strategy`, `monitor`); `{task: true}` adds the task.
-#[napi(
-    catch_unwind,
-    ts_args_type = "event: BreakerEvent | VerdictEvent, breaker: string, options?: MetricOptions | null",
-    ts_return_type = "MetricUpdate[]"
-)]
-pub fn metric_updates<'e>(
-    env: &'e Env,
-    event: Arg<'_>,
-    breaker: Arg<'_>,
-    options: Arg<'_>,
-) -> error::Result<Unknown<'e>> {
-    run(env, || {
-        let event = opt_json(event.as_ref(), ArgKind::Event, "event")?;
-        let breaker = string(breaker.as_ref(), "breaker")?;
-        let options = metric_options(options.as_ref())?;
-        let updates = json_event_updates(&event, &breaker, options);
-        result(env, &updates_json(&updates))
-    })
+functions! {
+    "The metrics vocabulary (docs/observability.md): `{name, prometheusName, instrument, unit,"
+    "description, attributes, buckets?}` per metric."
+    fn metric_definitions() "" -> "MetricDefinition[]" = |env| result(env, &vocabulary_json());
+    "The metric updates of a listener event of the breaker kind `breaker` (`failure`,"
+    "`stagnation`, `budget`, `loop`, `strategy`, `monitor`); `{task: true}` adds the task."
+    fn metric_updates(event, breaker, options)
+        "event: BreakerEvent | VerdictEvent, breaker: string, options?: MetricOptions | null"
+        -> "MetricUpdate[]" = |env| {
+            let event = opt_json(event.as_ref(), ArgKind::Event, "event")?;
+            let breaker = string(breaker.as_ref(), "breaker")?;
+            let options = metric_options(options.as_ref())?;
+            result(env, &updates_json(&json_event_updates(&event, &breaker, options)))
+        };
 }
 
 /// Watches an agent: `new Monitor({profile: 'coding-agent', toolLimits: {web_fetch: 20}})`,
@@ -49,10 +34,7 @@ pub fn metric_updates<'e>(
 /// nudge for the model) or halt.
 #[napi]
 #[derive(Debug)]
-pub struct Monitor {
-    inner: agentbreaker::Monitor,
-    listeners: JsListeners,
-}
+pub struct Monitor(agentbreaker::Monitor, JsListeners);
 
 #[napi]
 impl Monitor {
@@ -79,8 +61,7 @@ impl Monitor {
             if let Value::Object(map) = &mut config {
                 map.remove("clock");
             }
-            let config = MonitorConfig::from_json(&config)?;
-            Ok(agentbreaker::Monitor::with_clock(config, clock)?.into())
+            Ok(agentbreaker::Monitor::from_config(&config, clock)?.into())
         })
     }
 
@@ -95,41 +76,26 @@ impl Monitor {
         run(env, || {
             let event: Value = serde_json::from_str(&string(event.as_ref(), "event")?)
                 .map_err(|e| ArgKind::Event.error(format_args!("event is not JSON: {e}")))?;
-            let verdict = self.inner.observe(&event)?;
+            let verdict = self.0.observe(&event)?;
             serde_json::to_string(&verdict).map_err(|e| internal(format!("a verdict: {e}")))
         })
-    }
-
-    /// Calls `recorder` with the metric updates (`[[name, value, attributes], ...]`) of every
-    /// later event that changed a metric, inside the call that caused them; `null` stops it.
-    /// `{task: true}` adds the `task` attribute. What the recorder throws is dropped. It is held
-    /// strongly: one that refers to its Monitor keeps it alive until `setMetricsRecorder(null)`.
-    #[napi(
-        catch_unwind,
-        ts_args_type = "recorder: ((updates: MetricUpdate[]) => void) | null, options?: MetricOptions | null"
-    )]
-    pub fn set_metrics_recorder(
-        &self,
-        env: &Env,
-        recorder: Option<ListenerArg<'_>>,
-        options: Arg<'_>,
-    ) -> error::Result<()> {
-        run(env, || {
-            let options = metric_options(options.as_ref())?;
-            let recorder = recorder.as_ref().map(listeners::recorder).transpose()?;
-            self.inner.set_metrics_recorder(recorder, options);
-            Ok(())
-        })
-    }
-
-    /// The configuration in effect: the profile with the overrides.
-    #[napi(getter, catch_unwind, ts_return_type = "ResolvedMonitorConfig")]
-    pub fn config<'e>(&self, env: &'e Env) -> error::Result<Unknown<'e>> {
-        run(env, || result(env, self.inner.config()))
     }
 }
 
 methods!(Monitor(agentbreaker::Monitor) emits ["verdict"] {
+    "Calls `recorder` with the metric updates (`[[name, value, attributes], ...]`) of every"
+    "later event that changed a metric, inside the call that caused them; `null` stops it."
+    "`{task: true}` adds the `task` attribute. What the recorder throws is dropped. It is held"
+    "strongly: one that refers to its Monitor keeps it alive until `setMetricsRecorder(null)`."
+    fn set_metrics_recorder(recorder, options)
+        "recorder: ((updates: MetricUpdate[]) => void) | null, options?: MetricOptions | null"
+        -> "void" = |m, env| {
+            let options = metric_options(options.as_ref())?;
+            let recorder = recorder.map(listeners::recorder).transpose();
+            recorder.map(|recorder| m.set_metrics_recorder(recorder, options))
+        };
+    "The configuration in effect: the profile with the overrides."
+    fn config() [getter] -> "ResolvedMonitorConfig" = |m, env| result(env, m.config());
     "Takes one event; returns its verdict. A malformed event is `INVALID_EVENT`, changes nothing."
     fn observe(event: Event "event: MonitorEvent") -> "Verdict" = observe;
     "Replaces the state with a snapshot's; a bad one is `INVALID_SNAPSHOT` and changes nothing."

@@ -10,82 +10,47 @@ use serde_json::json;
 
 use crate::clock::{ClockArg, shared_clock};
 use crate::convert::{opt_json, opt_string, result, string};
-use crate::error::{self, Arg, run};
+use crate::error::{self, Arg, Failure, run};
 use crate::listeners::JsListeners;
 
-/// Analyzes an agent's response: completion signals, confidence (0..100), the `EXIT_SIGNAL`
-/// line and test summaries.
-#[napi(
-    catch_unwind,
-    ts_args_type = "text: string",
-    ts_return_type = "Analysis"
-)]
-pub fn analyze<'e>(env: &'e Env, text: Arg<'_>) -> error::Result<Unknown<'e>> {
-    run(env, || {
-        let text = string(text.as_ref(), "text")?;
-        result(env, &agentbreaker::analyze(&text))
-    })
-}
-
-/// The fingerprint of an error text under `errorMatch` (`'exact'`, `'normalized'` (default) or
-/// `'template'`): errors with the same fingerprint count as the same error.
-#[napi(
-    catch_unwind,
-    ts_args_type = "error: string, mode?: ErrorMatch | null",
-    ts_return_type = "string"
-)]
-pub fn fingerprint(env: &Env, error: Arg<'_>, mode: Arg<'_>) -> error::Result<String> {
-    run(env, || {
+functions! {
+    "Analyzes an agent's response: completion signals, confidence (0..100), the `EXIT_SIGNAL`"
+    "line and test summaries."
+    fn analyze(text) "text: string" -> "Analysis"
+        = |env| result(env, &agentbreaker::analyze(&string(text.as_ref(), "text")?));
+    "The fingerprint of an error text under `errorMatch` (`'exact'`, `'normalized'` (default) or"
+    "`'template'`): errors with the same fingerprint count as the same error."
+    fn fingerprint(error, mode) "error: string, mode?: ErrorMatch | null" -> "string" = |env| {
         let error = string(error.as_ref(), "error")?;
         let mode = interop::error_match(opt_string(mode.as_ref(), "mode")?.as_deref())?;
         Ok(agentbreaker::fingerprint(&error, mode))
-    })
+    };
 }
 
 /// `shouldExit(analysis, circuitState?)` of a strategy and of a plan: the analysis (what
 /// `analyze()` returns) and the circuit state (the core's default when left out).
-macro_rules! should_exit {
-    ($class:ident, $doc:tt) => {
-        #[napi]
-        impl $class {
-            #[doc = $doc]
-            #[napi(
-                catch_unwind,
-                ts_args_type = "analysis: Analysis, circuitState?: CircuitState | null",
-                ts_return_type = "ExitDecision"
-            )]
-            pub fn should_exit<'e>(
-                &self,
-                env: &'e Env,
-                analysis: Arg<'_>,
-                circuit_state: Arg<'_>,
-            ) -> error::Result<Unknown<'e>> {
-                run(env, || {
-                    let analysis = opt_json(analysis.as_ref(), ArgKind::Argument, "analysis")?;
-                    let state = opt_string(circuit_state.as_ref(), "circuitState")?;
-                    let analysis = Analysis::from_json(&analysis)?;
-                    let state = interop::state(state.as_deref())?;
-                    result(env, &self.inner.should_exit(&analysis, state))
-                })
-            }
-        }
-    };
+fn should_exit<'e>(
+    env: &'e Env,
+    strategy: &agentbreaker::ExitStrategy,
+    analysis: Arg<'_>,
+    circuit_state: Arg<'_>,
+) -> Result<Unknown<'e>, Failure> {
+    let analysis = opt_json(analysis.as_ref(), ArgKind::Argument, "analysis")?;
+    let state = opt_string(circuit_state.as_ref(), "circuitState")?;
+    let analysis = Analysis::from_json(&analysis)?;
+    let state = interop::state(state.as_deref())?;
+    result(env, &strategy.should_exit(&analysis, state))
 }
 
 /// A stateful exit strategy: `{type: 'auto'}` (default), `'done_signals'`, `'fix_plan'`,
 /// `'circuit_breaker'` or `'composite'`.
 #[napi]
 #[derive(Debug)]
-pub struct ExitStrategy {
-    inner: agentbreaker::ExitStrategy,
-    listeners: JsListeners,
-}
+pub struct ExitStrategy(agentbreaker::ExitStrategy, JsListeners);
 
 methods!(ExitStrategy(agentbreaker::ExitStrategy) emits ["warning"] {
     "A strategy from its config (default `{type: 'auto'}`); the clock stamps a fix plan's warnings."
-    fn new("config?: StrategyConfig | null, clock?: Clock | null") = |config, clock| {
-        Ok(agentbreaker::ExitStrategy::with_clock(StrategyConfig::from_json(config)?, clock))
-    };
+    fn new("config?: StrategyConfig | null, clock?: Clock | null");
     "The fix plan's progress for a `fix_plan` strategy, `null` for any other."
     fn plan_status() -> "PlanStatus | null" = plan_status;
     "Forgets everything seen."
@@ -96,10 +61,7 @@ methods!(ExitStrategy(agentbreaker::ExitStrategy) emits ["warning"] {
 /// signals completion or skipped after `maxAttempts` responses that do not.
 #[napi]
 #[derive(Debug)]
-pub struct FixPlan {
-    inner: agentbreaker::ExitStrategy,
-    listeners: JsListeners,
-}
+pub struct FixPlan(agentbreaker::ExitStrategy, JsListeners);
 
 #[napi]
 impl FixPlan {
@@ -137,11 +99,14 @@ methods!(FixPlan(agentbreaker::ExitStrategy) emits ["warning"] {
     fn reset() = reset;
 });
 
-should_exit!(
-    ExitStrategy,
+methods!(ExitStrategy {
     "Sees one iteration's analysis (from `analyze()`) and the circuit state (default `'CLOSED'`)."
-);
-should_exit!(
-    FixPlan,
+    fn should_exit(analysis, circuit_state) "analysis: Analysis, circuitState?: CircuitState | null"
+        -> "ExitDecision" = |s, env| should_exit(env, s, analysis, circuit_state);
+});
+
+methods!(FixPlan {
     "Sees one iteration's analysis: a detected completion completes the step, else an attempt."
-);
+    fn should_exit(analysis, circuit_state) "analysis: Analysis, circuitState?: CircuitState | null"
+        -> "ExitDecision" = |s, env| should_exit(env, s, analysis, circuit_state);
+});
