@@ -51,6 +51,11 @@ const response4k = agentResponse(4096)
 // and a progress event with a new digest (1000 of them, more than a task remembers).
 const monitorUses = new ab.Monitor({ profile: 'coding-agent', budget: { maxToolCallsPerTask: 1e15 } })
 const monitorSteps = new ab.Monitor({ profile: 'coding-agent', budget: { maxToolCallsPerTask: 1e15 } })
+// Issue 22: what `agentbreaker/otel` costs per observe when no meter provider is configured (only
+// @opentelemetry/api installed, its global no-op provider): the same steps through an instrumented
+// Monitor, measured beside monitorSteps in the same rounds.
+const monitorOtel = new ab.Monitor({ profile: 'coding-agent', budget: { maxToolCallsPerTask: 1e15 } })
+require('../integrations/otel').instrument(monitorOtel)
 const resultText = 'test_parser.py::test_case PASSED [ 42%]\n'.repeat(32).slice(0, 1024)
 const toolUses = []
 const stepEvents = []
@@ -143,6 +148,12 @@ const loops = {
     for (let i = 0; i < n; i++) monitorSteps.observe(stepEvents[i % count])
     return Number(process.hrtime.bigint() - start)
   },
+  monitorStepOtel(n) {
+    const count = stepEvents.length
+    const start = process.hrtime.bigint()
+    for (let i = 0; i < n; i++) monitorOtel.observe(stepEvents[i % count])
+    return Number(process.hrtime.bigint() - start)
+  },
 }
 
 /** Grows the iteration count until one loop takes MIN_LOOP_NS (this is the warm-up too). */
@@ -213,13 +224,15 @@ async function checkCases() {
   assert.equal(Buffer.byteLength(resultText), 1024)
   for (const event of toolUses) assert.notEqual(monitorUses.observe(event).action, 'halt')
   for (const event of stepEvents) assert.notEqual(monitorSteps.observe(event).action, 'halt')
+  for (const event of stepEvents) assert.notEqual(monitorOtel.observe(event).action, 'halt')
   monitorUses.reset()
   monitorSteps.reset()
+  monitorOtel.reset()
 }
 
 /** After the measurement: the monitors never halted their task (the path measured is not the halted one). */
 function checkMonitors() {
-  for (const monitor of [monitorUses, monitorSteps]) {
+  for (const monitor of [monitorUses, monitorSteps, monitorOtel]) {
     const [task] = monitor.status().tasks
     assert.ok(task.toolCalls > 0 && !task.halted, `a monitor halted its task: ${JSON.stringify(task.halt)}`)
   }
@@ -231,7 +244,13 @@ async function main() {
   const guarded = await measure(['oursCall', 'opossumFire', 'opossumDefaultFire'])
   const direct = await measure(['oursDirect', 'miniDirect'])
   const alone = await measure(['stagnation', 'budgetIngest', 'analyze4k'])
-  const monitor = await measure(['monitorToolUse', 'monitorStep'])
+  const monitor = await measure(['monitorToolUse', 'monitorStep', 'monitorStepOtel'])
+  // The instrumentation's cost: the difference of two medians, at least 1 ns (below that it is
+  // within the noise of the two loops).
+  const otelCost = {
+    wall: Math.max(monitor.monitorStepOtel.wall - monitor.monitorStep.wall, 1),
+    cpu: Math.max(monitor.monitorStepOtel.cpu - monitor.monitorStep.cpu, 1),
+  }
   checkMonitors()
   const rows = [
     // The goal (issue 9) is against opossum's fire() as users get it: its defaults, below. This
@@ -257,6 +276,10 @@ async function main() {
     row('monitor: observe(tool_use, tool_result with 1 KB text, progress)', monitor.monitorStep, null, null, {
       max: 5000,
       note: `per event, the three of a step in turn, 1000 different steps, no rule halting; ${note}`,
+    }),
+    row('otel instrument(monitor): cost per observe, no meter provider', otelCost, null, null, {
+      max: 5000,
+      note: `observe ${round(monitor.monitorStepOtel.wall)} ns instrumented, ${round(monitor.monitorStep.wall)} ns not; the step's three events in turn; ${note}`,
     }),
   ]
   for (const r of rows) {
