@@ -33,7 +33,7 @@ use crate::error::Result;
 use crate::events::Event;
 use crate::state::State;
 use crate::store::link::{Fault, FaultKind, Link, LinkConfig, LinkGuard, LinkUser, Session};
-use crate::store::{StoreFailure, StoreMode, StoreStatus};
+use crate::store::{StoreFailure, StoreStatus};
 
 const PRELUDE: &str = include_str!("lua/prelude.lua");
 const READ: usize = 0;
@@ -416,20 +416,7 @@ impl Shared {
     }
 
     pub(super) fn status(&self) -> StoreStatus {
-        let link = self.link.status();
-        StoreStatus {
-            url: self.link.url().redacted(),
-            key: self.prefix.clone(),
-            mode: if link.up {
-                StoreMode::Shared
-            } else if self.on_failure == StoreFailure::Open {
-                StoreMode::Local
-            } else {
-                StoreMode::Refusing
-            },
-            outages: link.outages,
-            last_error: link.last_error,
-        }
+        self.link.store_status(&self.prefix, self.on_failure)
     }
 
     /// A permission the view can give without a round trip: a refusal in OPEN before the

@@ -28,7 +28,7 @@ use super::verdict::{Rule, Verdict, VerdictAction};
 use crate::error::Result;
 use crate::events::{Event, Listeners};
 use crate::store::link::{Fault, FaultKind, Link, LinkConfig, LinkGuard, LinkUser, Session};
-use crate::store::{StoreFailure, StoreMode, StoreStatus, StoreUrl};
+use crate::store::{StoreFailure, StoreStatus, StoreUrl};
 
 const COUNT: &str = include_str!("lua/count.lua");
 
@@ -214,20 +214,7 @@ impl MonitorStore {
 
     /// Where the counters live and how the store is doing.
     pub(super) fn status(&self) -> StoreStatus {
-        let link = self.link.status();
-        StoreStatus {
-            url: self.link.url().redacted(),
-            key: self.prefix.clone(),
-            mode: if link.up {
-                StoreMode::Shared
-            } else if self.on_failure == StoreFailure::Open {
-                StoreMode::Local
-            } else {
-                StoreMode::Refusing
-            },
-            outages: link.outages,
-            last_error: link.last_error,
-        }
+        self.link.store_status(&self.prefix, self.on_failure)
     }
 
     /// Takes the link for a call, announcing a rejoin or an outage (once each): `None` when the

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use redis::{Client, Connection, ErrorKind, RedisError, Value};
 
 use crate::error::{Error, Result};
-use crate::store::{StoreUrl, scrub};
+use crate::store::{StoreFailure, StoreMode, StoreStatus, StoreUrl, scrub};
 
 /// How long the background thread blocks on its subscription before it looks at its flags.
 const POLL: Duration = Duration::from_millis(100);
@@ -497,6 +497,25 @@ pub(crate) struct LinkStatus {
 }
 
 impl Link {
+    /// What `storeStatus` reports for an object whose shared state lives under `key`: shared
+    /// while the link is up, else local or refusing as `on_failure` says.
+    pub(crate) fn store_status(&self, key: &str, on_failure: StoreFailure) -> StoreStatus {
+        let link = self.status();
+        StoreStatus {
+            url: self.url().redacted(),
+            key: key.to_string(),
+            mode: if link.up {
+                StoreMode::Shared
+            } else if on_failure == StoreFailure::Open {
+                StoreMode::Local
+            } else {
+                StoreMode::Refusing
+            },
+            outages: link.outages,
+            last_error: link.last_error,
+        }
+    }
+
     /// Starts the link and waits up to the call budget for the first connection. A malformed
     /// URL is `INVALID_CONFIG`; credentials the server refuses, a key of another type or another
     /// refusal is `IO`; no answer in time (or no connection) is an outage: the link is returned
