@@ -648,6 +648,29 @@ fn a_fail_streak_nudge_says_how_many_errors_it_saw() {
 }
 
 #[test]
+fn a_nudge_about_an_error_without_text_says_so() {
+    let (m, _) = monitor(json!({"stagnation": {"failStreakThreshold": 4}, "warnBefore": 1}));
+    let mut nudge = None;
+    for i in 0..4 {
+        let id = format!("t{i}");
+        let events = [
+            json!({"type": "tool_use", "id": id, "name": "Bash", "input": {"n": i}}),
+            json!({"type": "tool_result", "id": id, "ok": false, "text": " \n"}),
+            json!({"type": "assistant", "text": "trying again"}),
+        ];
+        for event in events {
+            let verdict = obs(&m, event);
+            if verdict.action == VerdictAction::Warn && nudge.is_none() {
+                nudge = verdict.nudge;
+            }
+        }
+    }
+    let nudge = nudge.expect("a warning after four failed steps");
+    assert!(nudge.contains("with the same error: (no text)."), "{nudge}");
+    assert!(!nudge.contains("``"), "{nudge}");
+}
+
+#[test]
 fn an_edit_applied_again_is_the_same_step_whatever_the_tool_printed() {
     // The same edit re-applied: the file grows by the same block each time, so the tool's
     // output (its line count) differs, but the content digest the edit produced is the same.

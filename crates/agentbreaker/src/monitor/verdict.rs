@@ -245,12 +245,12 @@ pub(crate) enum Finding {
     },
 }
 
+/// The first non-empty line of `text` as inline code, at most 120 bytes; `(no text)` when there
+/// is none (a failed call whose result said nothing).
 fn code(text: &str) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
+    let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return "(no text)".to_string();
+    };
     let short = truncate(line, 120);
     let dots = if short.len() < line.len() { "…" } else { "" };
     format!("`{}{dots}`", short.replace('`', "'"))
