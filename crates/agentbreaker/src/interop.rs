@@ -129,6 +129,54 @@ impl fmt::Display for At<'_> {
     }
 }
 
+/// Keys whose value is a list in the contract's shapes: an empty table there is `[]`.
+const LIST_KEYS: &str =
+    "failureHistory outputTrend baselineOutputs steps members events files tasks stack";
+
+/// A Lua table as JSON, from its string keys' values (`map`) and its number keys' (`items`, by
+/// index), and its `__jsontype` marker (`Some(true)`: `"array"`), for a host whose one container
+/// is both list and object. Unmarked, keys `1..n` make a list, string keys an object, and an empty
+/// table is an object but under a key whose value is a list in the contract's shapes. Mixed keys
+/// and keys that are not `1..n` are refused (a marked list may have holes where its nulls were).
+pub fn table(
+    map: Map<String, Value>,
+    mut items: Vec<(i64, Value)>,
+    marked: Option<bool>,
+    at: &At<'_>,
+    kind: ArgKind,
+) -> Result<Value> {
+    let empty = map.is_empty() && items.is_empty();
+    let under_list_key = |at: &At| match at {
+        At::Key(_, key) => LIST_KEYS.split(' ').any(|list| list == *key),
+        _ => false,
+    };
+    if !marked.unwrap_or(if empty {
+        under_list_key(at)
+    } else {
+        map.is_empty()
+    }) {
+        return match items.first() {
+            None => Ok(Value::Object(map)),
+            Some(_) => Err(kind.error(format_args!("{at} mixes list items and named keys"))),
+        };
+    }
+    if let Some(key) = map.keys().next() {
+        return Err(kind.error(format_args!("{at} is a list but has the key {key:?}")));
+    }
+    // Keys exactly 1..n; a marked list (dkjson) may leave holes where its nulls were.
+    items.sort_unstable_by_key(|item| item.0);
+    let (len, last) = (items.len() as i64, items.last().map_or(0, |item| item.0));
+    let from_one = items.first().is_none_or(|item| item.0 >= 1);
+    if !(from_one && (last == len || (marked.is_some() && last <= 4 * len + 16))) {
+        return Err(kind.error(format_args!("{at} is not a list: its keys are not 1..n")));
+    }
+    let mut list = vec![Value::Null; last as usize];
+    for (index, item) in items {
+        list[index as usize - 1] = item;
+    }
+    Ok(Value::Array(list))
+}
+
 /// `{what} is required`: a required argument left out (or given as the host's null).
 pub fn missing(what: &str) -> Error {
     Error::argument(format_args!("{what} is required"))
