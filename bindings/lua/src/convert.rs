@@ -8,9 +8,9 @@
 //! NaN and the infinities are refused). A table marked with a `__jsontype` metatable field
 //! (`"array"` or `"object"`, as dkjson marks what it decodes and this module what it returns)
 //! keeps its kind; otherwise keys `1..n` make a list, string keys an object, and an empty table is
-//! an object but under a key whose value is a list (`interop::table`). Mixed or sparse keys, functions, userdata, threads and
-//! nesting deeper than `interop::MAX_DEPTH` (a cycle) are refused, with the error code of the
-//! argument's `ArgKind`. Tables are read raw and nothing on the walk allocates Lua memory, so it
+//! an object but under a key whose value is a list (`interop::table` decides). Mixed or sparse
+//! keys, functions, userdata, threads and nesting deeper than `interop::MAX_DEPTH` (a cycle) are
+//! refused, with the error code of the argument's `ArgKind`. Tables are read raw and nothing on the walk allocates Lua memory, so it
 //! raises no Lua error.
 //!
 //! Out: objects and lists are tables with the `__jsontype` marker metatables (so results

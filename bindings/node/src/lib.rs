@@ -47,7 +47,8 @@ macro_rules! methods {
                 listener: $crate::listeners::ListenerArg<'_>,
             ) -> $crate::error::Result<f64> {
                 let (register, types) = (|l| self.0.add_listener(l), &[$($event),*]);
-                $crate::error::run(env, || $crate::listeners::add(register, types, &kind, &listener))
+                let add = $crate::listeners::add;
+                $crate::error::run(env, || add(register, types, &kind, &listener))
             }
 
             #[doc(hidden)]
