@@ -3,8 +3,7 @@
 
 use std::ffi::{CString, c_char, c_void};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use agentbreaker_core::interop::EventSource;
 use agentbreaker_core::{Event, ListenerId, ListenerResult};
@@ -49,25 +48,12 @@ impl CListener {
     }
 }
 
-/// What a handle over a core event source holds: the core object and the C ids of its listeners
-/// (the core's `ListenerId` is opaque). Ids start at 1, so 0 never names a listener. Public only
-/// because the handles deref to it; nothing of it is in the C API.
+/// What a handle over a core event source holds: the core object, whose listener ids' numbers
+/// (from 1, so 0 never names a listener) are the C ids. Public only because the handles deref to
+/// it; nothing of it is in the C API.
 #[derive(Debug)]
 pub struct Source<C> {
     pub(crate) core: C,
-    last: AtomicU64,
-    ids: Mutex<Vec<(u64, ListenerId)>>,
-}
-
-impl<C> Source<C> {
-    pub(crate) fn new(core: C) -> Self {
-        let (last, ids) = Default::default();
-        Source { core, last, ids }
-    }
-
-    fn ids(&self) -> MutexGuard<'_, Vec<(u64, ListenerId)>> {
-        self.ids.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// Makes `$handle` (a tuple struct over a `Source<$core>`) a [`Handle`] whose parameter is called
@@ -78,7 +64,7 @@ macro_rules! handle {
             const NAME: &'static str = $name;
             type Core = $core;
             fn wrap(core: $core) -> Self {
-                $handle($crate::listener::Source::new(core))
+                $handle($crate::listener::Source { core })
             }
         }
         impl std::ops::Deref for $handle {
@@ -111,10 +97,7 @@ pub(crate) unsafe fn add<C: EventSource, H: Handle + Deref<Target = Source<C>>>(
                 user_data,
             };
             let deliver = move |event: &Event| listener.deliver(event);
-            let id = h.core.add_listener(Arc::new(deliver));
-            let number = h.last.fetch_add(1, Ordering::Relaxed) + 1;
-            h.ids().push((number, id));
-            Ok(number)
+            Ok(h.core.add_listener(Arc::new(deliver)).number())
         })
     }
 }
@@ -132,13 +115,7 @@ pub(crate) unsafe fn remove<C: EventSource, H: Handle + Deref<Target = Source<C>
     // SAFETY: NULL or valid pointers (the caller's contract).
     unsafe {
         ffi::write_out(handle, out_removed, "out_removed", |h| {
-            let mut ids = h.ids();
-            let Some(i) = ids.iter().position(|(n, _)| *n == id) else {
-                return Ok(false);
-            };
-            let core_id = ids.remove(i).1;
-            drop(ids);
-            Ok(h.core.remove_listener(core_id))
+            Ok(h.core.remove_listener(ListenerId::from_number(id)))
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The response analyzer and `ab_exit_strategy` (contract section 5).
 
-use agentbreaker_core::{ExitStrategy, SharedClock, StrategyConfig, analyze};
-use serde_json::{Value, json};
+use agentbreaker_core::{ExitStrategy, analyze};
+use serde_json::json;
 
 use crate::prelude::*;
 
@@ -26,14 +26,6 @@ pub unsafe extern "C" fn ab_analyze(text: *const c_char, out_json: *mut *mut c_c
 pub struct ab_exit_strategy(Source<ExitStrategy>);
 
 listener::handle!(ab_exit_strategy(ExitStrategy), "strategy");
-
-/// A `fix_plan` strategy from a fix-plan config without `type`.
-fn fix_plan(config: &Value, clock: SharedClock) -> agentbreaker_core::Result<ExitStrategy> {
-    Ok(ExitStrategy::with_clock(
-        StrategyConfig::fix_plan_from_json(config)?,
-        clock,
-    ))
-}
 
 /// Creates a strategy from a JSON strategy config: `{"type": "auto", "threshold": 70}`,
 /// `{"type": "done_signals", "threshold": 40, "window": 5}`, `{"type": "fix_plan", "steps": [...]}`
@@ -61,7 +53,10 @@ pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan(
     out_strategy: *mut *mut ab_exit_strategy,
 ) -> ab_status {
     // SAFETY: NULL or valid pointers (this function's contract).
-    unsafe { ffi::construct_with(config_json, clock, out_strategy, "out_strategy", fix_plan) }
+    unsafe {
+        let fix_plan = interop::fix_plan;
+        ffi::construct_with(config_json, clock, out_strategy, "out_strategy", fix_plan)
+    }
 }
 
 /// Creates a `fix_plan` strategy from a markdown checklist (`- [ ] step`, `- [x] done step`;
@@ -78,7 +73,7 @@ pub unsafe extern "C" fn ab_exit_strategy_new_fix_plan_markdown(
     boundary(|| unsafe {
         let (markdown, clock) = (ffi::text(markdown, "markdown")?, ffi::clock_arg(clock));
         let out = Out::new(out_strategy, "out_strategy")?;
-        out.wrap(fix_plan(&json!({ "markdown": markdown }), clock)?);
+        out.wrap(interop::fix_plan(&json!({ "markdown": markdown }), clock)?);
         Ok(())
     })
 }

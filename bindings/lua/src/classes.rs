@@ -5,20 +5,19 @@
 //! `metricDefinitions` and `metricUpdates`. The hot methods of the three breakers are C
 //! functions (`capi`) in front of the methods here.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentbreaker::interop::{self, ArgKind};
-use agentbreaker::metrics::{self, Update, json_event_updates, vocabulary_json};
+use agentbreaker::metrics::{self, json_event_updates, vocabulary_json};
 use agentbreaker::{AgentStep, Error, ExitStrategy, FailureBreaker, IterationMetrics, Loop};
 use agentbreaker::{BudgetBreaker, ManualClock, Monitor, SharedClock, StagnationBreaker};
-use agentbreaker::{StrategyConfig, SystemClock, analyze, fingerprint};
+use agentbreaker::{SystemClock, analyze, fingerprint};
 use agentbreaker::{config_from_env_json, config_from_process_env};
 use mlua::{Lua, Table, Value};
 use serde_json::{Value as Json, json};
 
-use crate::convert::{lua_error, string, to_json, wrong_argument};
+use crate::convert::{string, to_json, wrong_argument};
 use crate::{Handle, Methods, Options, Out, convert, none, ret, ret_json};
 
 /// A clock as Lua holds it: a ManualClock, or the system clock (`None`).
@@ -43,25 +42,13 @@ impl LuaClock {
     }
 }
 
-/// Updates as Lua gets them: `{{name, value, attributes}, ...}`.
-pub(crate) fn updates_json(updates: &[Update]) -> Json {
-    let attributes = |u: &Update| u.attributes.iter().cloned().collect::<BTreeMap<_, _>>();
-    let update = |u: &Update| json!([u.metric.name, u.value, attributes(u)]);
-    Json::Array(updates.iter().map(update).collect())
-}
-
-/// `{task = true}` of a metrics call (`what` names it in messages).
-pub(crate) fn metric_options(options: &Value, what: &str) -> Result<metrics::Options, Error> {
-    let task = match options {
-        Value::Nil => Value::Nil,
-        Value::Table(t) => t.raw_get("task").map_err(lua_error)?,
-        other => return Err(wrong_argument(what, "a table", other)),
-    };
-    match task {
-        Value::Nil => Ok(metrics::Options::default()),
-        Value::Boolean(task) => Ok(metrics::Options { task }),
-        other => Err(wrong_argument(&format!("{what}.task"), "a boolean", &other)),
-    }
+/// `{task = true}` of a metrics call (`what` names it in messages; `interop::metric_options`).
+pub(crate) fn metric_options(
+    lua: &Lua,
+    options: &Value,
+    what: &'static str,
+) -> Result<metrics::Options, Error> {
+    interop::metric_options(&to_json(lua, options, what, ArgKind::Argument)?, what)
 }
 
 /// A path argument, byte for byte (a Lua string need not be UTF-8).
@@ -91,21 +78,11 @@ fn callable(value: &Value) -> bool {
 fn transient(lua: &Lua, options: &Value) -> Result<bool, Error> {
     let what = "StagnationBreaker.recordError: options";
     let options = to_json(lua, options, what, ArgKind::Argument)?;
-    let transient = match &options {
-        Json::Null => Some(&Json::Bool(false)),
-        Json::Object(map) if map.keys().all(|key| key == "transient") => {
-            map.get("transient").or(Some(&Json::Bool(false)))
-        }
-        _ => None,
-    };
-    let expected = "nil or {transient = boolean}";
-    transient
-        .and_then(Json::as_bool)
-        .ok_or_else(|| ArgKind::Argument.wrong_type(what, expected, interop::type_name(&options)))
+    interop::option_flag(&options, what, "transient", true)
 }
 
 /// A FixPlan's options as its config, with the plan `text` (`fromMarkdown`).
-fn from_markdown(text: String, opts: &mut Options) -> Result<StrategyConfig, Error> {
+fn from_markdown(text: String, opts: &mut Options) -> Result<Json, Error> {
     let mut config = match std::mem::take(&mut opts.json) {
         Json::Null => serde_json::Map::new(),
         Json::Object(map) if !map.contains_key("markdown") && !map.contains_key("steps") => map,
@@ -120,17 +97,17 @@ fn from_markdown(text: String, opts: &mut Options) -> Result<StrategyConfig, Err
         }
     };
     config.insert("markdown".into(), Json::String(text));
-    StrategyConfig::fix_plan_from_json(&Json::Object(config))
+    Ok(Json::Object(config))
 }
 
 /// A new FixPlan (an ExitStrategy) of `config`, `options` its Lua options.
 fn fix_plan(
     lua: &Lua,
     options: &Value,
-    config: impl FnOnce(&mut Options) -> Result<StrategyConfig, Error>,
+    config: impl FnOnce(&mut Options) -> Result<Json, Error>,
 ) -> Out {
     let mut opts = Options::read::<ExitStrategy>(lua, options)?;
-    let core = ExitStrategy::with_clock(config(&mut opts)?, opts.clock());
+    let core = interop::fix_plan(&config(&mut opts)?, opts.clock())?;
     opts.into_object(lua, core)?.into_lua(lua)
 }
 
@@ -259,9 +236,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
 
     Methods::<()>::new(lua, raw, "FixPlan")?
         .function("new", |lua, (config,): (Value,)| {
-            fix_plan(lua, &config, |o| {
-                StrategyConfig::fix_plan_from_json(&o.json)
-            })
+            fix_plan(lua, &config, |o| Ok(std::mem::take(&mut o.json)))
         })?
         .function("fromMarkdown", |lua, (text, options): (Value, Value)| {
             let text = string(&text, "FixPlan.fromMarkdown: text")?;
@@ -281,13 +256,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         .action("reset", ExitStrategy::reset)?
         .listeners()?
         .method("__tostring", |lua, h, ()| {
-            let kind = match h.core.config() {
-                StrategyConfig::Auto { .. } => "auto",
-                StrategyConfig::DoneSignals { .. } => "done_signals",
-                StrategyConfig::FixPlan(_) => "fix_plan",
-                StrategyConfig::CircuitBreaker => "circuit_breaker",
-                StrategyConfig::Composite { .. } => "composite",
-            };
+            let kind = h.core.config().type_name();
             ret(lua, format!("agentbreaker.ExitStrategy({kind})"))
         })?;
 
@@ -320,7 +289,7 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         .method("config", |lua, h, ()| ret_json(lua, h.core.config()))?
         .getter("storeStatus", Monitor::store_status)?
         .method("setMetricsRecorder", |lua, h, (f, o): (Value, Value)| {
-            let options = metric_options(&o, "Monitor.setMetricsRecorder: options")?;
+            let options = metric_options(lua, &o, "Monitor.setMetricsRecorder: options")?;
             h.core
                 .set_metrics_recorder(crate::recorder(lua, f)?, options);
             none()
@@ -353,9 +322,9 @@ pub(crate) fn export_all(lua: &Lua, raw: &Table) -> mlua::Result<()> {
         .function("metricUpdates", |lua, (e, b, o): (Value, Value, Value)| {
             let event = to_json(lua, &e, "metricUpdates: event", ArgKind::Event)?;
             let breaker = string(&b, "metricUpdates: breaker")?;
-            let options = metric_options(&o, "metricUpdates: options")?;
+            let options = metric_options(lua, &o, "metricUpdates: options")?;
             let updates = json_event_updates(&event, &breaker, options);
-            ret_json(lua, &updates_json(&updates))
+            ret_json(lua, &interop::updates_json(&updates))
         })?;
     Ok(())
 }

@@ -8,9 +8,9 @@
 //! NaN and the infinities are refused). A table marked with a `__jsontype` metatable field
 //! (`"array"` or `"object"`, as dkjson marks what it decodes and this module what it returns)
 //! keeps its kind; otherwise keys `1..n` make a list, string keys an object, and an empty table is
-//! an object but under [`LIST_KEYS`]. Mixed or sparse keys, functions, userdata, threads and
-//! nesting deeper than `interop::MAX_DEPTH` (a cycle) are refused, with the error code of the
-//! argument's `ArgKind`. Tables are read raw and nothing on the walk allocates Lua memory, so it
+//! an object but under a key whose value is a list (`interop::table` decides). Mixed or sparse
+//! keys, functions, userdata, threads and nesting deeper than `interop::MAX_DEPTH` (a cycle) are
+//! refused, with the error code of the argument's `ArgKind`. Tables are read raw and nothing on the walk allocates Lua memory, so it
 //! raises no Lua error.
 //!
 //! Out: objects and lists are tables with the `__jsontype` marker metatables (so results
@@ -22,41 +22,18 @@
 
 #![allow(unsafe_code)]
 
-use std::fmt;
 use std::os::raw::c_int;
 
 use agentbreaker::Error;
-use agentbreaker::interop::{ArgKind, MAX_DEPTH, whole_number};
+use agentbreaker::interop::{self, ArgKind, At, MAX_DEPTH, whole_number};
 use mlua::{Lua, Table, Value, ffi};
 use serde_json::{Map, Value as Json};
-
-/// Keys whose value is a list in the contract's shapes: an empty table there is `[]`.
-const LIST_KEYS: &str =
-    "failureHistory outputTrend baselineOutputs steps members events files tasks stack";
 
 /// Registry names of the two marker metatables.
 const MARKERS: [(&std::ffi::CStr, &str); 2] = [
     (c"agentbreaker.array_mt", "array"),
     (c"agentbreaker.object_mt", "object"),
 ];
-
-/// Where a value sits in an argument (`event.input[2]`), written out only for a message.
-#[derive(Debug, Clone, Copy)]
-enum At<'a> {
-    Root(&'a str),
-    Key(&'a At<'a>, &'a str),
-    Index(&'a At<'a>, i64),
-}
-
-impl fmt::Display for At<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            At::Root(name) => f.write_str(name),
-            At::Key(parent, key) => write!(f, "{parent}.{key}"),
-            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
-        }
-    }
-}
 
 /// The value at stack index `index` (absolute) as JSON, without the top-level keys in `skip`
 /// (a constructor's Lua-only options). Leaves the stack as it found it.
@@ -160,38 +137,7 @@ impl Walk<'_> {
                 }
                 ffi::lua_settop(state, k);
             }
-            let empty = map.is_empty() && items.is_empty();
-            let under_list_key = |at: &At| match at {
-                At::Key(_, key) => LIST_KEYS.split(' ').any(|list| list == *key),
-                _ => false,
-            };
-            if !marked.unwrap_or(if empty {
-                under_list_key(at)
-            } else {
-                map.is_empty()
-            }) {
-                return match items.first() {
-                    None => Ok(Json::Object(map)),
-                    Some(_) => {
-                        Err(kind.error(format_args!("{at} mixes list items and named keys")))
-                    }
-                };
-            }
-            if let Some(key) = map.keys().next() {
-                return Err(kind.error(format_args!("{at} is a list but has the key {key:?}")));
-            }
-            // Keys exactly 1..n; a marked list (dkjson) may leave holes where its nulls were.
-            items.sort_unstable_by_key(|item| item.0);
-            let (len, last) = (items.len() as i64, items.last().map_or(0, |item| item.0));
-            let from_one = items.first().is_none_or(|item| item.0 >= 1);
-            if !(from_one && (last == len || (marked.is_some() && last <= 4 * len + 16))) {
-                return Err(kind.error(format_args!("{at} is not a list: its keys are not 1..n")));
-            }
-            let mut list = vec![Json::Null; last as usize];
-            for (index, item) in items {
-                list[index as usize - 1] = item;
-            }
-            Ok(Json::Array(list))
+            interop::table(map, items, marked, at, kind)
         }
     }
 }

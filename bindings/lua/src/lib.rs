@@ -18,12 +18,11 @@ mod classes;
 mod convert;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use agentbreaker::interop::{ArgKind, EventSource, FromConfig, catch};
+use agentbreaker::interop::{self, ArgKind, EventSource, FromConfig, catch};
 use agentbreaker::metrics::{Recorder, Update};
 use agentbreaker::seed_log_line;
 use agentbreaker::{BudgetBreaker, Error, Event, ExitStrategy, FailureBreaker, Listener};
@@ -32,7 +31,6 @@ use mlua::{FromLuaMulti, Function, IntoLuaMulti, Lua, MultiValue, RegistryKey, T
 use mlua::{UserDataFields, UserDataRef, Value, WeakLua};
 use serde_json::Value as Json;
 
-use crate::classes::updates_json;
 use crate::convert::{describe, lua_error, not_self, wrong_argument};
 
 /// The Lua side of the module.
@@ -243,8 +241,11 @@ impl<T: Class + EventSource + FromConfig> Methods<'_, T> {
         })?
         .method("removeListener", |lua, h, (id,): (Value,)| {
             let id = convert::whole(&id, &format!("{}.removeListener: id", T::NAME))?;
-            let removed = h.listeners.by_id.borrow_mut().remove(&id);
-            ret(lua, removed.is_some_and(|id| h.core.remove_listener(id)))
+            let removed = h.listeners.ids.borrow_mut().remove(&id);
+            ret(
+                lua,
+                removed && h.core.remove_listener(ListenerId::from_number(id)),
+            )
         })?
         .getter("listenerErrors", T::listener_errors)
     }
@@ -395,7 +396,7 @@ fn listener<A: IntoLuaMulti>(
 }
 
 /// The core metrics recorder of `f` (`nil`: none), calling it with the updates
-/// (`functions::updates_json`) as a listener is called; what it raises is dropped (a recorder
+/// (`interop::updates_json`) as a listener is called; what it raises is dropped (a recorder
 /// must not stop the agent).
 pub(crate) fn recorder(lua: &Lua, f: Value) -> Result<Option<Recorder>, Error> {
     let what = "Monitor.setMetricsRecorder: recorder";
@@ -406,17 +407,18 @@ pub(crate) fn recorder(lua: &Lua, f: Value) -> Result<Option<Recorder>, Error> {
     };
     let key = lua.create_registry_value(f).map_err(lua_error)?;
     Ok(Some(Arc::new(move |u: &[Update]| {
-        let _ = call(&key, |lua| Some(convert::to_lua(lua, &updates_json(u))));
+        let _ = call(&key, |lua| {
+            Some(convert::to_lua(lua, &interop::updates_json(u)))
+        });
     })))
 }
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The Lua listeners one object registered with its core object, by the id Lua sees.
 #[derive(Debug, Default)]
 pub(crate) struct Registrations {
-    /// The core's ids, by the ids Lua sees (only this object's can be removed through it).
-    pub(crate) by_id: RefCell<HashMap<u64, ListenerId>>,
+    /// The numbers of the core's ids of the Lua listeners added by `addListener` (only those can
+    /// be removed through it: not the seed's log line).
+    pub(crate) ids: RefCell<HashSet<u64>>,
     /// Whether a Lua function was ever registered (the seed's log line included): the C fast
     /// paths take only objects without (they do not enter the listener context).
     pub(crate) any: Cell<bool>,
@@ -432,12 +434,11 @@ impl Registrations {
     /// returns the id Lua gets for `removeListener`.
     pub(crate) fn add(&self, lua: &Lua, f: Function, core: &dyn EventSource) -> Result<u64, Error> {
         let key = self.key(lua, f)?;
-        let core_id = core.add_listener(listener(key, |lua, event| {
+        let id = core.add_listener(listener(key, |lua, event| {
             Some(convert::to_lua(lua, &event.to_json()))
         }));
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        self.by_id.borrow_mut().insert(id, core_id);
-        Ok(id)
+        self.ids.borrow_mut().insert(id.number());
+        Ok(id.number())
     }
 
     /// Registers `f` for seed 004's log lines, `f(level, line)` with level `"print"` or

@@ -3,13 +3,11 @@
 
 use napi_derive::napi;
 
-use crate::listeners::JsListeners;
-
 /// One observation per iteration of an agent loop; says continue or exit, with a reason and an
 /// outcome.
 #[napi]
 #[derive(Debug)]
-pub struct Loop(agentbreaker::Loop, JsListeners);
+pub struct Loop(agentbreaker::Loop);
 
 methods!(Loop(agentbreaker::Loop) emits ["stateChange", "warning", "halt"] {
     "A loop from `{maxIterations, strategy, stagnation, budget}` (no `budget`: no budget checks)."

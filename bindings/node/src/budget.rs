@@ -2,13 +2,11 @@
 
 use napi_derive::napi;
 
-use crate::listeners::JsListeners;
-
 /// Per-task halt conditions over an agent's event stream: tool calls, spend, duration, idle time
 /// and near-identical outputs.
 #[napi]
 #[derive(Debug)]
-pub struct BudgetBreaker(agentbreaker::BudgetBreaker, JsListeners);
+pub struct BudgetBreaker(agentbreaker::BudgetBreaker);
 
 methods!(BudgetBreaker(agentbreaker::BudgetBreaker) emits ["halt"] {
     "A breaker with the given config (omitted keys take the defaults) on the given clock."

@@ -14,9 +14,7 @@
 //! them). `JSON.parse` makes every key an own property (a fingerprint `__proto__` too) and every
 //! number a JavaScript number (counts and millisecond timestamps are far below 2^53).
 
-use std::fmt;
-
-use agentbreaker::interop::{ArgKind, MAX_DEPTH, whole_number};
+use agentbreaker::interop::{ArgKind, At, MAX_DEPTH, whole_number};
 use napi::bindgen_prelude::{
     Function, JsObjectValue, JsValue, KeyCollectionMode, KeyConversion, KeyFilter, Null, Object,
     ToNapiValue, Unknown,
@@ -105,24 +103,6 @@ fn js_type(value: Option<&Unknown<'_>>) -> &'static str {
     }
 }
 
-/// Where a value sits in an argument (`event.input[2]`), written out only for a message.
-#[derive(Debug, Clone, Copy)]
-enum At<'a> {
-    Root(&'a str),
-    Index(&'a At<'a>, u32),
-    Key(&'a At<'a>, &'a str),
-}
-
-impl fmt::Display for At<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            At::Root(name) => f.write_str(name),
-            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
-            At::Key(parent, key) => write!(f, "{parent}.{key}"),
-        }
-    }
-}
-
 /// At most 80 characters of a text a message shows (a path, a value given).
 pub fn cut(mut text: String) -> String {
     if let Some((end, _)) = text.char_indices().nth(80) {
@@ -189,7 +169,7 @@ impl Walker {
         let mut items = Vec::with_capacity(length as usize);
         for i in 0..length {
             let item: Unknown<'_> = array.get_element(i)?;
-            items.push(self.walk(&item, &At::Index(at, i), depth + 1)?);
+            items.push(self.walk(&item, &At::Index(at, i.into()), depth + 1)?);
         }
         Ok(Value::Array(items))
     }

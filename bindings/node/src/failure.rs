@@ -18,13 +18,12 @@ use napi_derive::napi;
 
 use crate::convert::{result, string};
 use crate::error::{self, Failure, PENDING, run};
-use crate::listeners::JsListeners;
 
 /// Consecutive failures open the circuit; after a cooldown one probe decides whether it
 /// closes again.
 #[napi]
 #[derive(Debug)]
-pub struct FailureBreaker(Arc<agentbreaker::FailureBreaker>, JsListeners);
+pub struct FailureBreaker(Arc<agentbreaker::FailureBreaker>);
 
 #[napi]
 impl FailureBreaker {

@@ -8,8 +8,8 @@
 
 /// The `#[napi] impl` block of a class, its methods written in a short form; the work of each
 /// runs in [`error::js`], its value converted by napi. `methods!(X(Core) emits ["type", ...] {
-/// ... })` is the block of a class over a core event source (a tuple struct of the core object
-/// and its JavaScript listeners, `X(Core, JsListeners)`): it also gives `X` `From<Core>`, and ends
+/// ... })` is the block of a class over a core event source (a tuple struct of the core object,
+/// `X(Core)`): it also gives `X` `From<Core>`, and ends
 /// with the `listenerErrors` getter and the hidden `_addListener`/`_removeListener` (for the
 /// event types after `emits`) that `agentbreaker.js` builds `on()` and `off()` on.
 /// `methods!(X { ... })` is a plain block. The forms:
@@ -34,7 +34,7 @@ macro_rules! methods {
     ($class:ident($core:ty) emits [$($event:tt),*] { $($methods:tt)* }) => {
         impl From<$core> for $class {
             fn from(core: $core) -> Self {
-                $class(core.into(), Default::default())
+                $class(core.into())
             }
         }
         methods!(@munch $class [$core] [
@@ -45,16 +45,17 @@ macro_rules! methods {
                 env: &napi::Env,
                 kind: napi::bindgen_prelude::Unknown<'_>,
                 listener: $crate::listeners::ListenerArg<'_>,
-            ) -> $crate::error::Result<u32> {
+            ) -> $crate::error::Result<f64> {
                 let (register, types) = (|l| self.0.add_listener(l), &[$($event),*]);
-                $crate::error::run(env, || self.1.add(register, types, &kind, &listener))
+                let add = $crate::listeners::add;
+                $crate::error::run(env, || add(register, types, &kind, &listener))
             }
 
             #[doc(hidden)]
             #[napi(js_name = "_removeListener", catch_unwind, skip_typescript)]
             pub fn remove_js_listener(&self, env: &napi::Env, id: $crate::error::Arg<'_>) -> $crate::error::Result<bool> {
                 let unregister = |l| self.0.remove_listener(l);
-                $crate::error::run(env, || self.1.remove(unregister, id.as_ref()))
+                $crate::error::run(env, || $crate::listeners::remove(unregister, id.as_ref()))
             }
         ] [] $($methods)* "Listener calls that threw."
             fn listener_errors() [getter] -> "number"

@@ -1,7 +1,7 @@
 //! `Monitor` (contract section 11, docs/monitor.md): one agent watched event by event, every event
 //! answered with a verdict object.
 
-use agentbreaker::interop::{ArgKind, FromConfig};
+use agentbreaker::interop::{ArgKind, FromConfig, updates_json};
 use agentbreaker::metrics::{json_event_updates, vocabulary_json};
 use napi::Env;
 use napi_derive::napi;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::clock::{ClockArg, clock_in, shared_clock};
 use crate::convert::{opt_json, result, string};
 use crate::error::{self, Arg, Failure, internal, run};
-use crate::listeners::{self, JsListeners, metric_options, updates_json};
+use crate::listeners::{self, metric_options};
 
 functions! {
     "The metrics vocabulary (docs/observability.md): `{name, prometheusName, instrument, unit,"
@@ -34,7 +34,7 @@ functions! {
 /// nudge for the model) or halt.
 #[napi]
 #[derive(Debug)]
-pub struct Monitor(agentbreaker::Monitor, JsListeners);
+pub struct Monitor(agentbreaker::Monitor);
 
 #[napi]
 impl Monitor {

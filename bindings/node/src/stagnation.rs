@@ -1,37 +1,17 @@
 //! `StagnationBreaker` (contract section 3).
 
-use agentbreaker::interop::ArgKind;
+use agentbreaker::interop::{ArgKind, option_flag};
 use agentbreaker::{AgentStep, IterationMetrics};
-use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
-use serde_json::Value;
 
-use crate::convert::{cut, opt_json, string, wrong_type};
+use crate::convert::{opt_json, string};
 use crate::error::Failure;
-use crate::listeners::{JsListeners, flag};
 
 /// Detects a loop that stopped making progress: no progress for a number of iterations, the
 /// same error again and again, or declining output.
 #[napi]
 #[derive(Debug)]
-pub struct StagnationBreaker(agentbreaker::StagnationBreaker, JsListeners);
-
-/// `{transient}` of `recordError`: `undefined`/`null` is `{}`; another key is refused so that a
-/// misspelt option is not silently ignored.
-fn transient_option(options: Option<&Unknown<'_>>) -> Result<bool, Failure> {
-    let (kind, what) = (ArgKind::Argument, "options");
-    let map = match opt_json(options, kind, what)? {
-        Value::Null => return Ok(false),
-        Value::Object(map) => map,
-        _ => return Err(wrong_type(kind, what, "an object", options)),
-    };
-    if let Some(key) = map.keys().find(|k| *k != "transient") {
-        let key = cut(format!("{key:?}"));
-        let message = format_args!("{what}: unknown key {key} (allowed: transient)");
-        return Err(kind.error(message).into());
-    }
-    flag(map.get("transient"), "options.transient")
-}
+pub struct StagnationBreaker(agentbreaker::StagnationBreaker);
 
 methods!(StagnationBreaker(agentbreaker::StagnationBreaker) emits ["stateChange"] {
     "Records one iteration: `{filesChanged, testsPassing, outputLength}` (whole numbers >= 0;"
@@ -44,7 +24,9 @@ methods!(StagnationBreaker(agentbreaker::StagnationBreaker) emits ["stateChange"
     fn record_error(error, options) "error: string, options?: RecordErrorOptions | null" -> "void"
         = |b, env| {
             let error = string(error.as_ref(), "error")?;
-            transient_option(options.as_ref()).map(|t| b.record_error(&error, t))
+            let options = opt_json(options.as_ref(), ArgKind::Argument, "options")?;
+            let transient = option_flag(&options, "options", "transient", true);
+            transient.map(|t| b.record_error(&error, t)).map_err(Failure::Type)
         };
     "Records one agent step `{action, result?, failed?}` for the step detectors (repeats,"
     "cycles, fail streaks, the fail window; all off by default, see `profile('coding-agent')`)."

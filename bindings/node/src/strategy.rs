@@ -1,8 +1,8 @@
 //! The response analyzer, exit strategies and fix plans, and error fingerprints
 //! (contract sections 5 and 6).
 
+use agentbreaker::Analysis;
 use agentbreaker::interop::{self, ArgKind};
-use agentbreaker::{Analysis, StrategyConfig};
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
@@ -11,7 +11,6 @@ use serde_json::json;
 use crate::clock::{ClockArg, shared_clock};
 use crate::convert::{opt_json, opt_string, result, string};
 use crate::error::{self, Arg, Failure, run};
-use crate::listeners::JsListeners;
 
 functions! {
     "Analyzes an agent's response: completion signals, confidence (0..100), the `EXIT_SIGNAL`"
@@ -46,7 +45,7 @@ fn should_exit<'e>(
 /// `'circuit_breaker'` or `'composite'`.
 #[napi]
 #[derive(Debug)]
-pub struct ExitStrategy(agentbreaker::ExitStrategy, JsListeners);
+pub struct ExitStrategy(agentbreaker::ExitStrategy);
 
 methods!(ExitStrategy(agentbreaker::ExitStrategy) emits ["warning"] {
     "A strategy from its config (default `{type: 'auto'}`); the clock stamps a fix plan's warnings."
@@ -61,7 +60,7 @@ methods!(ExitStrategy(agentbreaker::ExitStrategy) emits ["warning"] {
 /// signals completion or skipped after `maxAttempts` responses that do not.
 #[napi]
 #[derive(Debug)]
-pub struct FixPlan(agentbreaker::ExitStrategy, JsListeners);
+pub struct FixPlan(agentbreaker::ExitStrategy);
 
 #[napi]
 impl FixPlan {
@@ -81,18 +80,14 @@ impl FixPlan {
             let markdown = string(markdown.as_ref(), "markdown")?;
             let max_attempts = opt_json(max_attempts.as_ref(), ArgKind::Config, "maxAttempts")?;
             let config = json!({"markdown": markdown, "maxAttempts": max_attempts});
-            let config = StrategyConfig::fix_plan_from_json(&config)?;
-            Ok(agentbreaker::ExitStrategy::with_clock(config, shared_clock(&clock)?).into())
+            Ok(interop::fix_plan(&config, shared_clock(&clock)?)?.into())
         })
     }
 }
 
 methods!(FixPlan(agentbreaker::ExitStrategy) emits ["warning"] {
     "A plan from `{steps: [{description, ...}]}` or `{markdown}`, with an optional `maxAttempts`."
-    fn new("config: FixPlanConfig, clock?: Clock | null") = |config, clock| {
-        let config = StrategyConfig::fix_plan_from_json(config)?;
-        Ok(agentbreaker::ExitStrategy::with_clock(config, clock))
-    };
+    fn new("config: FixPlanConfig, clock?: Clock | null") = |c, clock| interop::fix_plan(c, clock);
     "The steps and the index of the step being worked on (`null` when none is left)."
     fn get_status() -> "PlanStatus" = plan_status;
     "Back to the plan as configured."

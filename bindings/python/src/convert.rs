@@ -15,7 +15,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use agentbreaker::interop::{ArgKind, MAX_DEPTH, float, missing};
+use agentbreaker::interop::{ArgKind, At, MAX_DEPTH, config_key, float, missing};
 use agentbreaker::{Error, SharedClock};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple, PyType};
@@ -41,33 +41,6 @@ pub fn to_json(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind) -> Result<Va
     walk(value, &At::Root(what), kind, 0)
 }
 
-/// Where a value sits in an argument (`event['input'][2]`), written out only for a message.
-#[derive(Debug, Clone, Copy)]
-enum At<'a> {
-    Root(&'a str),
-    Index(&'a At<'a>, usize),
-    Key(&'a At<'a>, &'a str),
-}
-
-impl At<'_> {
-    fn root(&self) -> &str {
-        match self {
-            At::Root(name) => name,
-            At::Index(parent, _) | At::Key(parent, _) => parent.root(),
-        }
-    }
-}
-
-impl fmt::Display for At<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            At::Root(name) => f.write_str(name),
-            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
-            At::Key(parent, key) => write!(f, "{parent}['{key}']"),
-        }
-    }
-}
-
 fn walk(
     value: &Bound<'_, PyAny>,
     at: &At<'_>,
@@ -80,7 +53,7 @@ fn walk(
     let items = |items: &mut dyn Iterator<Item = Bound<'_, PyAny>>| {
         let items = items.enumerate();
         items
-            .map(|(i, item)| walk(&item, &At::Index(at, i), kind, depth + 1))
+            .map(|(i, item)| walk(&item, &At::Index(at, i as i64), kind, depth + 1))
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array)
     };
@@ -91,7 +64,7 @@ fn walk(
         for pair in pairs {
             let (k, v) = pair?;
             let key = key_str(&k, at, kind)?;
-            let item = walk(&v, &At::Key(at, &key), kind, depth + 1)?;
+            let item = walk(&v, &At::Item(at, &key), kind, depth + 1)?;
             map.insert(key, item);
         }
         Ok(Value::Object(map))
@@ -256,31 +229,12 @@ pub fn object_of(fields: &[(&str, &str, Arg)]) -> Result<Value, Error> {
     Ok(Value::Object(map))
 }
 
-/// `failure_threshold` → `failureThreshold`. `None` when the keyword is not snake_case (lower-case
-/// words of letters and digits joined by single underscores).
-fn camel_case(keyword: &str) -> Option<String> {
-    let word_ok = |w: &str| {
-        !w.is_empty()
-            && w.bytes()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-    };
-    if !keyword.starts_with(|c: char| c.is_ascii_lowercase()) || !keyword.split('_').all(word_ok) {
-        return None;
-    }
-    let mut words = keyword.split('_');
-    let mut out = words.next().unwrap_or_default().to_string();
-    for word in words {
-        out.push(word.as_bytes()[0].to_ascii_uppercase().into());
-        out.push_str(&word[1..]);
-    }
-    Some(out)
-}
-
 /// A constructor's configuration: an optional positional dict in the contract's JSON shape
 /// (camelCase keys, e.g. read from a file or from `config_from_env()["config"]`), updated with the
-/// keyword arguments (snake_case, turned into camelCase). Values are converted as they are (dicts
-/// inside keep their keys: they are JSON shapes). A keyword that is not snake_case is
-/// `INVALID_CONFIG`; unknown keys reach the core, which rejects them with `INVALID_CONFIG` too.
+/// keyword arguments (snake_case, turned into camelCase by `interop::config_key`). Values are
+/// converted as they are (dicts inside keep their keys: they are JSON shapes). A keyword that is
+/// not snake_case is `INVALID_CONFIG`; unknown keys reach the core, which rejects them with
+/// `INVALID_CONFIG` too.
 pub fn config_from_arguments(
     base: Arg,
     keywords: Option<&Bound<'_, PyDict>>,
@@ -298,22 +252,7 @@ pub fn config_from_arguments(
     };
     for (k, v) in keywords.into_iter().flat_map(|k| k.iter()) {
         let keyword = key_str(&k, &"keyword", config)?;
-        let Some(key) = camel_case(&keyword) else {
-            // `failureThreshold` → `failure_threshold`, for the message.
-            let mut hint = String::new();
-            for c in keyword.chars() {
-                if c.is_ascii_uppercase() {
-                    hint.push('_');
-                }
-                hint.push(c.to_ascii_lowercase());
-            }
-            let mut message = format!("unknown keyword argument '{keyword}'");
-            if hint != keyword && camel_case(&hint).is_some() {
-                message += &format!(" (did you mean '{hint}'?)");
-            }
-            return Err(config.error(message));
-        };
-        map.insert(key, to_json(&v, &keyword, config)?);
+        map.insert(config_key(&keyword)?, to_json(&v, &keyword, config)?);
     }
     Ok(Value::Object(map))
 }

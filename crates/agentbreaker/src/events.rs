@@ -73,9 +73,22 @@ pub type ListenerResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 /// A listener callback.
 pub type Listener = Arc<dyn Fn(&Event) -> ListenerResult + Send + Sync>;
 
-/// Identifies a listener for removal.
+/// Identifies a listener for removal. Its number (from 1, per object) is what a binding hands
+/// its host: [`ListenerId::number`] and back with [`ListenerId::from_number`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ListenerId(u64);
+
+impl ListenerId {
+    /// The id's number: 1 for an object's first listener, never 0.
+    pub fn number(self) -> u64 {
+        self.0
+    }
+
+    /// The id of `number` (one the object never gave names no listener: removing it is false).
+    pub fn from_number(number: u64) -> Self {
+        ListenerId(number)
+    }
+}
 
 /// A set of listeners, called outside the owner's locks, each isolated from the others and from
 /// the owner: a listener that errors or panics is counted and skipped.
@@ -115,7 +128,7 @@ impl fmt::Debug for Listeners {
 impl Listeners {
     /// Adds a listener.
     pub fn add(&self, listener: Listener) -> ListenerId {
-        let id = ListenerId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = ListenerId(self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
         let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
         list.push((id, listener));
         self.count.store(list.len(), Ordering::Release);

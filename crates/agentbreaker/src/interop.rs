@@ -12,6 +12,7 @@
 //! every binding's constructor makes it, and the six event sources share [`EventSource`].
 
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -23,6 +24,7 @@ use crate::clock::SharedClock;
 use crate::error::{Error, Result};
 use crate::events::{Listener, ListenerId};
 use crate::fingerprint::ErrorMatch;
+use crate::metrics::{self, Update};
 use crate::state::State;
 use crate::{BudgetBreaker, BudgetConfig, ExitStrategy, FailureBreaker, FailureConfig, Loop};
 use crate::{LoopConfig, Monitor, MonitorConfig, StagnationBreaker, StagnationConfig};
@@ -90,6 +92,89 @@ impl ArgKind {
     pub fn out_of_range(self, what: &str) -> Error {
         self.error(format_args!("{what} is an integer out of the 64-bit range"))
     }
+}
+
+/// Where a value sits in an argument (`event.input[2]`; in Python `event['input'][2]`), written
+/// out only for a message.
+#[derive(Debug, Clone, Copy)]
+pub enum At<'a> {
+    /// The argument, by its name.
+    Root(&'a str),
+    /// An item of a list: `[2]`.
+    Index(&'a At<'a>, i64),
+    /// A field of an object: `.key`.
+    Key(&'a At<'a>, &'a str),
+    /// A key of a Python mapping: `['key']`.
+    Item(&'a At<'a>, &'a str),
+}
+
+impl At<'_> {
+    /// The name of the argument the value sits in.
+    pub fn root(&self) -> &str {
+        match self {
+            At::Root(name) => name,
+            At::Index(parent, _) | At::Key(parent, _) | At::Item(parent, _) => parent.root(),
+        }
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Root(name) => f.write_str(name),
+            At::Index(parent, i) => write!(f, "{parent}[{i}]"),
+            At::Key(parent, key) => write!(f, "{parent}.{key}"),
+            At::Item(parent, key) => write!(f, "{parent}['{key}']"),
+        }
+    }
+}
+
+/// Keys whose value is a list in the contract's shapes: an empty table there is `[]`.
+const LIST_KEYS: &str =
+    "failureHistory outputTrend baselineOutputs steps members events files tasks stack";
+
+/// A Lua table as JSON, from its string keys' values (`map`) and its number keys' (`items`, by
+/// index), and its `__jsontype` marker (`Some(true)`: `"array"`), for a host whose one container
+/// is both list and object. Unmarked, keys `1..n` make a list, string keys an object, and an empty
+/// table is an object but under a key whose value is a list in the contract's shapes. Mixed keys
+/// and keys that are not `1..n` are refused (a marked list may have holes where its nulls were).
+pub fn table(
+    map: Map<String, Value>,
+    mut items: Vec<(i64, Value)>,
+    marked: Option<bool>,
+    at: &At<'_>,
+    kind: ArgKind,
+) -> Result<Value> {
+    let empty = map.is_empty() && items.is_empty();
+    let under_list_key = |at: &At| match at {
+        At::Key(_, key) => LIST_KEYS.split(' ').any(|list| list == *key),
+        _ => false,
+    };
+    if !marked.unwrap_or(if empty {
+        under_list_key(at)
+    } else {
+        map.is_empty()
+    }) {
+        return match items.first() {
+            None => Ok(Value::Object(map)),
+            Some(_) => Err(kind.error(format_args!("{at} mixes list items and named keys"))),
+        };
+    }
+    if let Some(key) = map.keys().next() {
+        return Err(kind.error(format_args!("{at} is a list but has the key {key:?}")));
+    }
+    // Keys exactly 1..n; a marked list (dkjson) may leave holes where its nulls were.
+    items.sort_unstable_by_key(|item| item.0);
+    let (len, last) = (items.len() as i64, items.last().map_or(0, |item| item.0));
+    let from_one = items.first().is_none_or(|item| item.0 >= 1);
+    if !(from_one && (last == len || (marked.is_some() && last <= 4 * len + 16))) {
+        return Err(kind.error(format_args!("{at} is not a list: its keys are not 1..n")));
+    }
+    let mut list = vec![Value::Null; last as usize];
+    for (index, item) in items {
+        list[index as usize - 1] = item;
+    }
+    Ok(Value::Array(list))
 }
 
 /// `{what} is required`: a required argument left out (or given as the host's null).
@@ -165,6 +250,81 @@ pub fn state(name: Option<&str>) -> Result<State> {
 /// core's default (`normalized`), an unknown name is `INVALID_ARGUMENT`.
 pub fn error_match(name: Option<&str>) -> Result<ErrorMatch> {
     name.map_or(Ok(ErrorMatch::default()), ErrorMatch::from_argument)
+}
+
+/// A boolean of an option bag (`{transient}` of `recordError`, `{task}` of the metrics calls):
+/// `options` is null or an object, `key` a boolean in it (left out or null: false). With `only`,
+/// any other key is refused, so that a misspelt option is not silently ignored. Every refusal is
+/// `INVALID_ARGUMENT`, its message naming the option bag `what`.
+pub fn option_flag(options: &Value, what: &'static str, key: &str, only: bool) -> Result<bool> {
+    let error = |m: String| Error::argument(m);
+    let fields = match options {
+        Value::Null => return Ok(false),
+        _ if only => Fields::new(options, what, error, &[key])?,
+        _ => Fields::open(options, what, error)?,
+    };
+    fields.bool_or(key, false)
+}
+
+/// The config key of a keyword argument (Python's): `failure_threshold` → `failureThreshold`. A
+/// keyword that is not snake_case (lower-case words of letters and digits joined by single
+/// underscores) is `INVALID_CONFIG`, with the snake_case spelling of a camelCase one as a hint.
+pub fn config_key(keyword: &str) -> Result<String> {
+    camel_case(keyword).ok_or_else(|| {
+        // `failureThreshold` → `failure_threshold`, for the message.
+        let mut hint = String::new();
+        for c in keyword.chars() {
+            if c.is_ascii_uppercase() {
+                hint.push('_');
+            }
+            hint.push(c.to_ascii_lowercase());
+        }
+        let mut message = format!("unknown keyword argument '{keyword}'");
+        if hint != keyword && camel_case(&hint).is_some() {
+            message += &format!(" (did you mean '{hint}'?)");
+        }
+        Error::config(message)
+    })
+}
+
+/// `failure_threshold` → `failureThreshold`; `None` when the keyword is not snake_case.
+fn camel_case(keyword: &str) -> Option<String> {
+    let word_ok = |w: &str| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    };
+    if !keyword.starts_with(|c: char| c.is_ascii_lowercase()) || !keyword.split('_').all(word_ok) {
+        return None;
+    }
+    let mut words = keyword.split('_');
+    let mut out = words.next().unwrap_or_default().to_string();
+    for word in words {
+        out.push(word.as_bytes()[0].to_ascii_uppercase().into());
+        out.push_str(&word[1..]);
+    }
+    Some(out)
+}
+
+/// A fix plan (an `ExitStrategy`) from a fix-plan config without `type` (`{steps}` or
+/// `{markdown}`, optional `maxAttempts`) on `clock`: every binding's `FixPlan` constructor.
+pub fn fix_plan(config: &Value, clock: SharedClock) -> Result<ExitStrategy> {
+    let config = StrategyConfig::fix_plan_from_json(config)?;
+    Ok(ExitStrategy::with_clock(config, clock))
+}
+
+/// Metric updates as Node and Lua hand them to a recorder: `[[name, value, attributes], ...]`.
+pub fn updates_json(updates: &[Update]) -> Value {
+    let attributes = |u: &Update| u.attributes.iter().cloned().collect::<BTreeMap<_, _>>();
+    let update = |u: &Update| serde_json::json!([u.metric.name, u.value, attributes(u)]);
+    Value::Array(updates.iter().map(update).collect())
+}
+
+/// The `{task}` option of a metrics call (`options` null or an object; other keys ignored).
+pub fn metric_options(options: &Value, what: &'static str) -> Result<metrics::Options> {
+    Ok(metrics::Options {
+        task: option_flag(options, what, "task", false)?,
+    })
 }
 
 /// A core object with listeners (contract section 8): the six event sources, for bindings that
@@ -463,6 +623,32 @@ mod tests {
         let id = source.add_listener(std::sync::Arc::new(|_| Ok(())));
         assert!(source.remove_listener(id) && !source.remove_listener(id));
         assert_eq!(source.listener_errors(), 0);
+    }
+
+    #[test]
+    fn paths_option_bags_and_keywords() {
+        let root = At::Root("event");
+        let (input, item) = (At::Key(&root, "input"), At::Item(&root, "input"));
+        assert_eq!(At::Index(&input, 2).to_string(), "event.input[2]");
+        assert_eq!(At::Index(&item, 2).to_string(), "event['input'][2]");
+        assert_eq!(At::Index(&item, 2).root(), "event");
+        let flag = |v: Value, only| option_flag(&v, "options", "transient", only);
+        assert!(
+            !flag(Value::Null, true).unwrap() && flag(json!({"transient": true}), true).unwrap()
+        );
+        assert!(!flag(json!({"transient": null, "x": 1}), false).unwrap());
+        for bad in [json!({"x": true}), json!({"transient": 1}), json!(3)] {
+            assert_eq!(flag(bad, true).unwrap_err().code(), "INVALID_ARGUMENT");
+        }
+        assert_eq!(config_key("failure_threshold").unwrap(), "failureThreshold");
+        let e = config_key("failureThreshold").unwrap_err();
+        assert_eq!(e.code(), "INVALID_CONFIG");
+        assert!(e.message().ends_with("(did you mean 'failure_threshold'?)"));
+        assert!(config_key("_x").is_err() && config_key("a__b").is_err());
+        let monitor = Monitor::from_config(&Value::Null, crate::SystemClock::shared()).unwrap();
+        let id = monitor.add_listener(std::sync::Arc::new(|_| Ok(())));
+        assert_eq!(id.number(), 1);
+        assert!(monitor.remove_listener(ListenerId::from_number(1)));
     }
 
     #[test]

@@ -224,6 +224,17 @@ impl Default for StrategyConfig {
 const MAX_COMPOSITE_DEPTH: usize = 16;
 
 impl StrategyConfig {
+    /// The config's `type`: `"auto"`, `"done_signals"`, `"fix_plan"`, ...
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            StrategyConfig::Auto { .. } => "auto",
+            StrategyConfig::DoneSignals { .. } => "done_signals",
+            StrategyConfig::FixPlan(_) => "fix_plan",
+            StrategyConfig::CircuitBreaker => "circuit_breaker",
+            StrategyConfig::Composite { .. } => "composite",
+        }
+    }
+
     /// Reads `{type, ...}`; `null` is the default (`auto`). Problems are `INVALID_CONFIG`.
     pub fn from_json(value: &Value) -> Result<Self> {
         if value.is_null() {
