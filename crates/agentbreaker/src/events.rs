@@ -73,13 +73,14 @@ pub type ListenerResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 /// A listener callback.
 pub type Listener = Arc<dyn Fn(&Event) -> ListenerResult + Send + Sync>;
 
-/// Identifies a listener for removal. Its number (from 1, per object) is what a binding hands
-/// its host: [`ListenerId::number`] and back with [`ListenerId::from_number`].
+/// Identifies a listener for removal. Its number is what a binding hands its host
+/// ([`ListenerId::number`], and back with [`ListenerId::from_number`]): unique in the process, so
+/// an id from one object given to another removes nothing there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ListenerId(u64);
 
 impl ListenerId {
-    /// The id's number: 1 for an object's first listener, never 0.
+    /// The id's number, never 0.
     pub fn number(self) -> u64 {
         self.0
     }
@@ -102,7 +103,6 @@ impl ListenerId {
 pub struct Listeners {
     list: RwLock<Vec<(ListenerId, Listener)>>,
     count: AtomicUsize,
-    next_id: AtomicU64,
     errors: AtomicU64,
     queue: Mutex<Queue>,
     /// Events in the queue; read without the queue's lock so `deliver` costs one atomic load when
@@ -128,7 +128,9 @@ impl fmt::Debug for Listeners {
 impl Listeners {
     /// Adds a listener.
     pub fn add(&self, listener: Listener) -> ListenerId {
-        let id = ListenerId(self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+        // Numbered across the process (see [`ListenerId`]).
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = ListenerId(NEXT.fetch_add(1, Ordering::Relaxed));
         let mut list = self.list.write().unwrap_or_else(|p| p.into_inner());
         list.push((id, listener));
         self.count.store(list.len(), Ordering::Release);

@@ -646,9 +646,13 @@ mod tests {
         assert!(e.message().ends_with("(did you mean 'failure_threshold'?)"));
         assert!(config_key("_x").is_err() && config_key("a__b").is_err());
         let monitor = Monitor::from_config(&Value::Null, crate::SystemClock::shared()).unwrap();
+        let other = Monitor::from_config(&Value::Null, crate::SystemClock::shared()).unwrap();
         let id = monitor.add_listener(std::sync::Arc::new(|_| Ok(())));
-        assert_eq!(id.number(), 1);
-        assert!(monitor.remove_listener(ListenerId::from_number(1)));
+        let other_id = other.add_listener(std::sync::Arc::new(|_| Ok(())));
+        assert!(id.number() > 0 && other_id.number() != id.number());
+        assert!(!other.remove_listener(ListenerId::from_number(id.number())));
+        assert!(monitor.remove_listener(ListenerId::from_number(id.number())));
+        assert!(other.remove_listener(other_id));
     }
 
     #[test]
