@@ -701,3 +701,67 @@ fn counts_in_results_are_kept_so_a_moving_poll_is_no_repeat() {
     }
     assert_eq!(slug(last.as_ref().unwrap()), Some("repeated_step"));
 }
+
+#[test]
+fn observe_all_gives_what_observing_each_in_order_gives() {
+    let config = json!({"profile": "coding-agent", "toolLimits": {"Bash": 9},
+                        "budget": {"maxTokenSpendCentsPerTask": 5}});
+    let (one, _) = monitor(config.clone());
+    let (all, _) = monitor(config);
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    all.add_listener(Arc::new(move |e| {
+        sink.lock().unwrap().push(e.to_json());
+        Ok(())
+    }));
+    let mut warned = false;
+    for n in 0..12 {
+        let usage = json!({"type": "usage", "taskId": "t", "model": "claude-sonnet-4",
+                           "usage": {"input_tokens": 300, "output_tokens": 20}});
+        let answer = json!({"type": "assistant", "taskId": "t", "text": "again"});
+        let call = json!({"type": "tool_use", "taskId": "t", "name": "Bash", "id": format!("c{n}"),
+                          "input": {"command": "make"}});
+        let result = json!({"type": "tool_result", "taskId": "t", "id": format!("c{n}"),
+                            "ok": false, "text": "error: no rule"});
+        let batch = json!([answer, usage, call]);
+        let singly: Vec<Verdict> = batch
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| obs(&one, e.clone()))
+            .collect();
+        assert_eq!(all.observe_all(&batch).unwrap(), singly, "step {n}");
+        assert_eq!(
+            all.observe_all(&json!([result])).unwrap(),
+            vec![obs(&one, result)]
+        );
+        warned |= singly.iter().any(|v| v.action != VerdictAction::Continue);
+        assert_eq!(all.status(), one.status());
+    }
+    assert!(warned, "the stream should have tripped a rule");
+    assert!(
+        !seen.lock().unwrap().is_empty(),
+        "listeners hear the batch's verdicts"
+    );
+    assert_eq!(all.observe_all(&json!([])).unwrap(), vec![]);
+}
+
+#[test]
+fn observe_all_refuses_a_malformed_event_and_observes_none() {
+    let (m, _) = monitor(json!({}));
+    let before = m.status();
+    let batch = json!([{"type": "assistant", "text": "hi"}, {"type": "tool_use"}]);
+    let err = m.observe_all(&batch).unwrap_err();
+    assert_eq!(err.code(), "INVALID_EVENT");
+    assert!(
+        err.message().starts_with("events[1]: "),
+        "{}",
+        err.message()
+    );
+    assert_eq!(m.status(), before);
+    let err = m
+        .observe_all(&json!({"type": "assistant", "text": "hi"}))
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_EVENT");
+    assert_eq!(m.status(), before);
+}
