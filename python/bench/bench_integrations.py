@@ -164,14 +164,13 @@ class Stopwatch:
         return wrapper
 
     def monitor_proxy(self, monitor: Monitor) -> Any:
-        """``monitor`` with a stopwatch around ``observe`` and ``observe_all``: how much of the adapter's time is
+        """``monitor`` with a stopwatch around ``observe``: how much of the adapter's time is
         the Monitor's."""
         watch = self
 
         class Timed:
             def __init__(self) -> None:
                 self.observe = watch.sync(monitor.observe)
-                self.observe_all = watch.sync(monitor.observe_all)
 
             def __getattr__(self, name: str) -> Any:
                 return getattr(monitor, name)

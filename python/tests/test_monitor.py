@@ -117,32 +117,6 @@ def test_a_malformed_event_is_invalid_event_and_changes_nothing(event: Any) -> N
     assert monitor.snapshot() == before
 
 
-def test_observe_all_gives_the_verdicts_observe_gives_one_by_one() -> None:
-    one, batch = ab.Monitor(clock=ab.ManualClock()), ab.Monitor(clock=ab.ManualClock())
-    heard: List[Event] = []
-    heard_one: List[Event] = []
-    batch.add_listener(heard.append)
-    one.add_listener(heard_one.append)
-    for i in range(6):
-        events = failing_step(i)
-        assert batch.observe_all(events) == [one.observe(e) for e in events]
-        assert batch.status() == one.status()
-    assert [v["action"] for v in batch.observe_all(failing_step(6))] == ["halt"] * 3
-    assert [one.observe(e)["action"] for e in failing_step(6)] == ["halt"] * 3
-    assert heard and heard == heard_one
-    assert batch.observe_all(()) == []
-
-
-@pytest.mark.parametrize("events", [[{"type": "alive"}, {"type": "assistant"}], {"type": "alive"}, None, [[1]]], ids=repr)
-def test_observe_all_refuses_a_malformed_event_and_observes_none(events: Any) -> None:
-    monitor = ab.Monitor(clock=ab.ManualClock())
-    monitor.observe({"type": "assistant", "text": "hello"})
-    before = monitor.snapshot()
-    with pytest.raises(ab.InvalidEventError):
-        monitor.observe_all(events)
-    assert monitor.snapshot() == before
-
-
 def test_observe_needs_an_event() -> None:
     # No event, or None, is not an event object: the same error as `null` in every binding.
     with pytest.raises(ab.InvalidEventError):

@@ -87,17 +87,3 @@ def test_open_runs_are_bounded() -> None:
         watcher.observe(watcher.run(f"run-{n}"), {"type": "alive"})
     assert len(watcher.monitor.status()["tasks"]) == _common.MAX_OPEN_RUNS
     assert isinstance(watcher.run("run-9"), Run)  # an old run comes back as a new one
-
-
-def test_observe_all_feeds_the_events_one_by_one_when_the_monitor_refuses_them() -> None:
-    watcher = Watcher(Monitor(tool_limits={"search": 1}, warn_before=1), "test")
-    run = watcher.run("t")
-    answer: Dict[str, Any] = {"type": "assistant", "text": "searching"}
-    call: Dict[str, Any] = {"type": "tool_use", "name": "search", "input": {"when": datetime.date(2025, 1, 2)}}
-    verdicts = watcher.observe_all(run, [answer, call])  # refused (a date), then one by one
-    assert [v["taskId"] for v in verdicts] == ["t", "t"]
-    assert watcher.observe_errors == 0
-    assert watcher.monitor.status()["tasks"][0]["toolCalls"] == 1
-    assert verdicts[1]["action"] == "warn" and run.latest == verdicts[1] and run.nudges
-    verdicts = watcher.observe_all(run, [{"type": "assistant", "text": "again"}, {"type": "tool_use", "name": "search"}])
-    assert [v["action"] for v in verdicts] == ["continue", "halt"] and run.halt == verdicts[1]

@@ -104,23 +104,6 @@ event_source_class! {
             })
         }
 
-        /// Takes several events (a list of event dicts) as `observe` called for each in order
-        /// would, in one call; returns their verdicts, in order. Every event is checked first: a
-        /// malformed one raises `InvalidEventError` and none is observed.
-        #[pyo3(signature = (events = None), text_signature = "($self, events)")]
-        fn observe_all<'py>(&self, py: Python<'py>, events: Arg) -> PyResult<Bound<'py, PyList>> {
-            boundary(py, || {
-                let events = json_or_null(events, "events", ArgKind::Event).or_raise(py)?;
-                let verdicts = if self.inner.config().store.is_none() {
-                    catch(|| self.inner.observe_all(&events)).or_raise(py)?
-                } else {
-                    detached_result(py, || self.inner.observe_all(&events))?
-                };
-                let verdicts = verdicts.iter().map(|v| verdict_to_py(py, v));
-                PyList::new(py, verdicts.collect::<PyResult<Vec<_>>>()?)
-            })
-        }
-
         /// Checks the duration and idle limits of every open task now (call it about once a
         /// second); returns the warnings and halts as verdict dicts.
         fn tick<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {

@@ -231,24 +231,6 @@ class Watcher:
             self._note(run, verdict)
         return verdict
 
-    def observe_all(self, run: Run, events: List[Dict[str, Any]]) -> List[Verdict]:
-        """Feed several events of ``run`` in one call (`Monitor.observe_all`: a model's answer and
-        its usage), each verdict remembered as `observe` remembers it. Should the Monitor refuse
-        them (it then observed none: a malformed event, or a full task table, which refuses the
-        first event, as they share a task), they are fed one by one, as `observe` feeds them."""
-        task = run.task
-        if task:
-            for event in events:
-                event["taskId"] = task
-        try:
-            verdicts = self.monitor.observe_all(events)
-        except AgentBreakerError:
-            return [self.observe(run, event) for event in events]
-        for verdict in verdicts:
-            if verdict["action"] != "continue":
-                self._note(run, verdict)
-        return verdicts
-
     def _observe_again(self, event: Dict[str, Any], error: AgentBreakerError) -> Verdict:
         """An event the Monitor refused (a tool input holding a datetime, a NaN, ...) is made
         JSON-safe and given again; if it is still refused (or the Monitor failed), the agent goes

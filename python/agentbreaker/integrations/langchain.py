@@ -198,12 +198,10 @@ class AgentBreakerMiddleware(AgentMiddleware[AgentBreakerState, Any, Any]):
         watcher = self._watcher
         content = message.content
         text = content if isinstance(content, str) else str(message.text)
-        answer: Dict[str, Any] = {"type": "assistant", "text": text}
+        watcher.observe(run, {"type": "assistant", "text": text})
         usage = _usage_event(message)
-        if usage is None:
-            watcher.observe(run, answer)
-        else:
-            watcher.observe_all(run, [answer, usage])
+        if usage is not None:
+            watcher.observe(run, usage)
         if run.halt is not None:
             return self._halt(run, message.tool_calls)
         if run.dirty:

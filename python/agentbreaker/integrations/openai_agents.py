@@ -221,18 +221,15 @@ class AgentBreakerHooks(RunHooks[Any]):
                     if isinstance(text, str):
                         texts.append(text)
         run = self._run()
-        answer: Dict[str, Any] = {"type": "assistant", "text": "\n".join(texts)}
+        self._watcher.observe(run, {"type": "assistant", "text": "\n".join(texts)})
         usage = response.usage
-        event = None
         if usage is not None:
             details = getattr(usage, "input_tokens_details", None)
             cached = int(getattr(details, "cached_tokens", 0) or 0)
             model = agent.model if isinstance(agent.model, str) else None
             event = usage_event(int(usage.input_tokens) - cached, int(usage.output_tokens), cached, 0, model)
-        if event is None:
-            self._watcher.observe(run, answer)
-        else:
-            self._watcher.observe_all(run, [answer, event])
+            if event is not None:
+                self._watcher.observe(run, event)
         self._raise_if_halted()
 
     async def on_tool_start(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool) -> None:

@@ -125,17 +125,15 @@ class AgentBreakerCapability(AbstractCapability[Any]):
     ) -> ModelResponse:
         run = self._run(ctx)
         texts = [part.content for part in response.parts if isinstance(part, TextPart)]
-        answer: Dict[str, Any] = {"type": "assistant", "text": "\n".join(texts)}
+        self._watcher.observe(run, {"type": "assistant", "text": "\n".join(texts)})
         usage = response.usage
         # pydantic-ai's input_tokens include the cached ones; the Monitor's do not.
         cache_read, cache_write = usage.cache_read_tokens, usage.cache_write_tokens
         event = usage_event(
             usage.input_tokens - cache_read - cache_write, usage.output_tokens, cache_read, cache_write, response.model_name
         )
-        if event is None:
-            self._watcher.observe(run, answer)
-        else:
-            self._watcher.observe_all(run, [answer, event])
+        if event is not None:
+            self._watcher.observe(run, event)
         self._react(ctx, run)
         return response
 

@@ -253,53 +253,6 @@ impl Monitor {
         self.observe_valid(&event)
     }
 
-    /// Observes several JSON events (an array), as [`Monitor::observe`] called for each in
-    /// order would, in one call: their verdicts, in order. Every event is validated first: a
-    /// malformed one is `INVALID_EVENT` (its message names its index) and none is observed. The
-    /// events are observed at one instant under one lock; listeners and the metrics recorder are
-    /// called after the last one (the recorder once per event that changed a metric, as ever).
-    /// An error while observing (the task table full) is returned after the events before it
-    /// were observed, as separate calls would have left them.
-    ///
-    /// What it saves is the per-call cost of a binding: a framework that hands over a model's
-    /// answer and its token usage at once gives both in one crossing (issue 17).
-    pub fn observe_all(&self, events: &Value) -> Result<Vec<Verdict>> {
-        let Value::Array(items) = events else {
-            return Err(Error::event(format_args!(
-                "events must be an array of events, not {}",
-                crate::interop::type_name(events)
-            )));
-        };
-        let mut parsed = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let event = MonitorEvent::from_json(item)
-                .map_err(|e| Error::event(format_args!("events[{i}]: {}", e.message())))?;
-            parsed.push(event);
-        }
-        let now = self.clock.now_ms();
-        let options = self.metrics_options();
-        let mut verdicts = Vec::with_capacity(parsed.len());
-        let mut updates = Vec::new();
-        let outcome = {
-            let mut inner = self.lock();
-            parsed.iter().try_for_each(|event| {
-                let mut u = Vec::new();
-                let m = options.map(|options| MetricsOut {
-                    updates: &mut u,
-                    options,
-                });
-                verdicts.push(self.observe_locked(&mut inner, event, now, m)?);
-                updates.push(u);
-                Ok(())
-            })
-        };
-        self.listeners.deliver();
-        for u in &updates {
-            self.record(u);
-        }
-        outcome.map(|()| verdicts)
-    }
-
     /// Observes one typed event (checked as a JSON one would be).
     pub fn observe_event(&self, event: &MonitorEvent<'_>) -> Result<Verdict> {
         event.validate()?;
