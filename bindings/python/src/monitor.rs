@@ -1,11 +1,11 @@
 //! `Monitor` (contract section 11, docs/monitor.md): one agent watched event by event, every
 //! event answered with a verdict dict. Every call that may wait for a store (construction,
-//! `observe`, `tick`) releases the GIL.
+//! `observe` and `tick` with a store) releases the GIL; `observe` without a store keeps it.
 
 use std::sync::Arc;
 
 use agentbreaker::VerdictAction::{self, Continue, Halt, Warn};
-use agentbreaker::interop::ArgKind;
+use agentbreaker::interop::{ArgKind, catch};
 use agentbreaker::metrics::{Options, Recorder, Update};
 use agentbreaker::{Rule, Verdict};
 use pyo3::intern;
@@ -20,11 +20,17 @@ use crate::functions::updates_to_py;
 /// The verdict's actions and rule slugs as Python strings, made once.
 static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 
+/// A continue verdict of no task at step 0, with every key: each verdict dict is a copy of it
+/// (one allocation of its size and a copy of its table) with the verdict's own values set.
+static TEMPLATE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
 /// A verdict as a dict, built directly (the one fast path of this crate's results): `observe` is
 /// called for every event an agent emits, and issue 15 wants it under 5 us from Python.
 /// Through `serde_json::to_value` and the generic walk, an `observe` of an `alive` event took
 /// 2.2 us on a loaded 2-core machine (BTreeMap inserts, a new key string and its hash per key)
-/// and the `make bench-python` row 5.5 us, over the goal; with this, 0.9 us and 3.7 us.
+/// and the `make bench-python` row 5.5 us, over the goal; with this, 0.9 us and 3.7 us. A copy of
+/// a template dict then only replaces the values that are not `None` (a continue verdict's step
+/// and task), where seven inserts into a new dict would grow its table once (issue 17).
 fn verdict_to_py<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny>> {
     let names = NAMES.get_or_init(py, || {
         let actions = [Continue, Warn, Halt]
@@ -35,17 +41,39 @@ fn verdict_to_py<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny
         names.map(|s| PyString::intern(py, s).unbind()).collect()
     });
     let name = |i: usize| names[i].bind(py).clone().into_any();
-    // The keys in JSON object order (sorted), as every other result has them.
-    let dict = PyDict::new(py);
-    dict.set_item(intern!(py, "action"), name(v.action as usize))?;
-    let detail = v.detail.as_ref().map(|d| json_to_py(py, d)).transpose()?;
-    dict.set_item(intern!(py, "detail"), detail)?;
-    dict.set_item(intern!(py, "message"), v.message.as_deref())?;
-    dict.set_item(intern!(py, "nudge"), v.nudge.as_deref())?;
-    let reason = v.reason.map(|r| name(3 + r as usize));
-    dict.set_item(intern!(py, "reason"), reason)?;
-    dict.set_item(intern!(py, "step"), v.step)?;
-    dict.set_item(intern!(py, "taskId"), v.task_id.as_deref())?;
+    let template = TEMPLATE.get_or_try_init(py, || -> PyResult<_> {
+        // The keys in JSON object order (sorted), as every other result has them.
+        let dict = PyDict::new(py);
+        dict.set_item(intern!(py, "action"), name(Continue as usize))?;
+        for key in ["detail", "message", "nudge", "reason"] {
+            dict.set_item(key, py.None())?;
+        }
+        dict.set_item(intern!(py, "step"), 0)?;
+        dict.set_item(intern!(py, "taskId"), py.None())?;
+        Ok(dict.unbind())
+    })?;
+    let dict = template.bind(py).copy()?;
+    if v.action != Continue {
+        dict.set_item(intern!(py, "action"), name(v.action as usize))?;
+    }
+    if let Some(detail) = &v.detail {
+        dict.set_item(intern!(py, "detail"), json_to_py(py, detail)?)?;
+    }
+    if let Some(message) = &v.message {
+        dict.set_item(intern!(py, "message"), message)?;
+    }
+    if let Some(nudge) = &v.nudge {
+        dict.set_item(intern!(py, "nudge"), nudge)?;
+    }
+    if let Some(reason) = v.reason {
+        dict.set_item(intern!(py, "reason"), name(3 + reason as usize))?;
+    }
+    if v.step != 0 {
+        dict.set_item(intern!(py, "step"), v.step)?;
+    }
+    if let Some(task) = &v.task_id {
+        dict.set_item(intern!(py, "taskId"), task)?;
+    }
     Ok(dict.into_any())
 }
 
@@ -62,7 +90,17 @@ event_source_class! {
         fn observe<'py>(&self, py: Python<'py>, event: Arg) -> PyResult<Bound<'py, PyAny>> {
             boundary(py, || {
                 let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
-                verdict_to_py(py, &detached_result(py, || self.inner.observe(&event))?)
+                // Without a store an event is a few microseconds of work that never waits (the
+                // core calls no Python while it holds a lock of its own: listeners and the
+                // metrics recorder run after), so the GIL is kept: releasing it hands it to any
+                // thread waiting for it (a framework's executor) and waits to get it back, which
+                // inside LangChain's loop cost more than the event itself (issue 17).
+                let verdict = if self.inner.config().store.is_none() {
+                    catch(|| self.inner.observe(&event)).or_raise(py)?
+                } else {
+                    detached_result(py, || self.inner.observe(&event))?
+                };
+                verdict_to_py(py, &verdict)
             })
         }
 
