@@ -207,22 +207,9 @@ impl NormalizedHasher {
         // At first, room for a JSON value's many small pieces, rather than a reallocation each.
         let least = if self.out.capacity() == 0 { 64 } else { 0 };
         self.out.reserve((bytes.len() + 2).max(least));
-        let mut i = 0;
-        if !self.word.is_empty() {
-            // The word of the last piece goes on, or ends here.
-            while i < bytes.len() && is_word_byte(bytes[i]) {
-                i += 1;
-            }
-            self.word.extend_from_slice(&bytes[..i]);
-            if i == bytes.len() {
-                return;
-            }
-            let mut word = std::mem::take(&mut self.word);
-            self.write_word(&word, self.before_word, bytes[i]);
-            // Its buffer kept for the next word that crosses a piece's end.
-            word.clear();
-            self.word = word;
-        }
+        let Some(mut i) = self.end_carried_word(bytes) else {
+            return;
+        };
         while i < bytes.len() {
             let class = CLASS[bytes[i] as usize];
             if class & 8 != 0 {
@@ -293,17 +280,7 @@ impl NormalizedHasher {
                     return;
                 }
                 self.out.truncate(self.out.len() - (k - ws));
-                let (mut any, mut all) = (0u8, 0xffu8);
-                let mut we = ws;
-                while we < bytes.len() {
-                    let c = CLASS[bytes[we] as usize];
-                    if c & 1 == 0 {
-                        break;
-                    }
-                    any |= c;
-                    all &= c;
-                    we += 1;
-                }
+                let (we, any, all) = scan_word(bytes, ws);
                 if we == bytes.len() {
                     self.word.extend_from_slice(&bytes[ws..]);
                     self.before_word = before;
@@ -323,35 +300,17 @@ impl NormalizedHasher {
     fn write_str_bytewise(&mut self, text: &str) {
         let bytes = text.as_bytes();
         self.out.reserve(bytes.len() + 2);
-        let mut i = 0;
-        if !self.word.is_empty() {
-            // The word of the last piece goes on, or ends here.
-            while i < bytes.len() && is_word_byte(bytes[i]) {
-                i += 1;
-            }
-            self.word.extend_from_slice(&bytes[..i]);
-            if i == bytes.len() {
-                return;
-            }
-            let word = std::mem::take(&mut self.word);
-            self.write_word(&word, self.before_word, bytes[i]);
-        }
+        let Some(mut i) = self.end_carried_word(bytes) else {
+            return;
+        };
         while i < bytes.len() {
             let b = bytes[i];
             let class = CLASS[b as usize];
             if class & 1 != 0 {
                 // A word: found and classified in one pass.
                 let start = i;
-                let (mut any, mut all) = (0u8, 0xffu8);
-                while i < bytes.len() {
-                    let c = CLASS[bytes[i] as usize];
-                    if c & 1 == 0 {
-                        break;
-                    }
-                    any |= c;
-                    all &= c;
-                    i += 1;
-                }
+                let (end, any, all) = scan_word(bytes, start);
+                i = end;
                 if self.pending_space {
                     self.out.push(b' ');
                     self.pending_space = false;
@@ -379,14 +338,28 @@ impl NormalizedHasher {
         }
     }
 
+    /// A word carried over from the last piece goes on with the word bytes `bytes` starts with,
+    /// and is written once a byte ends it. Returns where the rest of `bytes` starts, or `None`
+    /// when all of `bytes` went into the word.
+    fn end_carried_word(&mut self, bytes: &[u8]) -> Option<usize> {
+        if self.word.is_empty() {
+            return Some(0);
+        }
+        let end = bytes.iter().position(|&b| !is_word_byte(b));
+        self.word
+            .extend_from_slice(&bytes[..end.unwrap_or(bytes.len())]);
+        let i = end?;
+        let mut word = std::mem::take(&mut self.word);
+        self.write_word(&word, self.before_word, bytes[i]);
+        // Its buffer kept for the next word that crosses a piece's end.
+        word.clear();
+        self.word = word;
+        Some(i)
+    }
+
     /// A whole word, between the bytes `before` and `next` (0: none).
     fn write_word(&mut self, word: &[u8], before: u8, next: u8) {
-        let (mut any, mut all) = (0u8, 0xffu8);
-        for &b in word {
-            let c = CLASS[b as usize];
-            any |= c;
-            all &= c;
-        }
+        let (_, any, all) = scan_word(word, 0);
         self.write_classified(word, any, all, before, next);
     }
 
@@ -489,6 +462,23 @@ static CLASS: [u8; 256] = {
 #[inline(always)]
 fn is_word_byte(b: u8) -> bool {
     CLASS[b as usize] & 1 != 0
+}
+
+/// The word of `bytes` that starts at `start`: where it ends, and the OR and the AND of its
+/// bytes' classes.
+#[inline(always)]
+fn scan_word(bytes: &[u8], start: usize) -> (usize, u8, u8) {
+    let (mut end, mut any, mut all) = (start, 0u8, 0xffu8);
+    while let Some(&b) = bytes.get(end) {
+        let c = CLASS[b as usize];
+        if c & 1 == 0 {
+            break;
+        }
+        any |= c;
+        all &= c;
+        end += 1;
+    }
+    (end, any, all)
 }
 
 /// Where a run of bytes that [`NormalizedHasher`] writes unchanged may stop, in eight bytes read
