@@ -62,6 +62,7 @@ class Stopwatch:
 
     def __init__(self) -> None:
         self.ns = 0
+        self.async_ns = 0  # the part of ns spent in async entries
         self.entries = 0
         self.async_entries = 0
         self.overhead_ns = 0.0  # per entry: the stopwatch's own cost, measured by calibrate()
@@ -72,6 +73,7 @@ class Stopwatch:
 
     def reset(self) -> None:
         self.ns = 0
+        self.async_ns = 0
         self.entries = 0
         self.async_entries = 0
         if self.inner is not None:
@@ -80,6 +82,19 @@ class Stopwatch:
     def own_ns(self) -> float:
         inner = self.inner.entries if self.inner is not None and self.monitor_timed else 0
         return self.ns - (self.entries + inner) * self.overhead_ns - self.async_entries * self.async_overhead_ns
+
+    def entry_costs(self) -> Tuple[Optional[float], Optional[float]]:
+        """What one sync and one async entry point cost on average (None without any): on the
+        no-op hooks, the stopwatch's cost and the framework's call of an empty hook."""
+        sync_entries = self.entries - self.async_entries
+        sync = (self.ns - self.async_ns) / sync_entries if sync_entries else None
+        asynchronous = self.async_ns / self.async_entries if self.async_entries else None
+        return sync, asynchronous
+
+    def own_ns_beside(self, sync_cost: float, async_cost: float) -> float:
+        """The time in these entry points less what as many no-op entry points cost."""
+        sync_entries = self.entries - self.async_entries
+        return self.ns - sync_entries * sync_cost - self.async_entries * async_cost
 
     def watch_monitor_of(self, watcher: Any) -> None:
         """Register an adapter's watcher (its ``monitor`` attribute): `time_monitor` swaps it for
@@ -157,7 +172,9 @@ class Stopwatch:
             try:
                 return await fn(*args, **kwargs)
             finally:
-                self.ns += clock() - start - spent[0]
+                elapsed = clock() - start - spent[0]
+                self.ns += elapsed
+                self.async_ns += elapsed
                 self.entries += 1
                 self.async_entries += 1
 
@@ -231,7 +248,7 @@ def answer_of(k: int) -> str:
 # --- LangChain --------------------------------------------------------------------------------
 
 
-def langchain_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]:
+def langchain_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch, Stopwatch]:
     from langchain.agents import create_agent
     from langchain.agents.middleware import AgentMiddleware, hook_config
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -278,6 +295,16 @@ def langchain_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]:
         async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
             return await handler(request)
 
+    noop_watch = Stopwatch()
+
+    class TimedNoOp(NoOp):
+        before_agent = noop_watch.sync(NoOp.before_agent)
+        before_model = hook_config(can_jump_to=["end"])(noop_watch.sync(NoOp.before_model))
+        after_model = hook_config(can_jump_to=["end"])(noop_watch.sync(NoOp.after_model))
+        after_agent = noop_watch.sync(NoOp.after_agent)
+        wrap_tool_call = noop_watch.sync(NoOp.wrap_tool_call)
+        awrap_tool_call = noop_watch.asynchronous(NoOp.awrap_tool_call)
+
     watch = Stopwatch()
     base = AgentBreakerMiddleware
 
@@ -297,19 +324,20 @@ def langchain_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]:
         "no-op": create_agent(Scripted(messages=script()), [search], middleware=[NoOp()]),
         "agentbreaker": create_agent(Scripted(messages=script()), [search], middleware=[AgentBreakerMiddleware(monitor)]),
         "timed": create_agent(Scripted(messages=script()), [search], middleware=[timed_middleware]),
+        "no-op timed": create_agent(Scripted(messages=script()), [search], middleware=[TimedNoOp()]),
     }
 
     def runner(agent: Any) -> Run:
         return lambda: agent.invoke({"messages": [HumanMessage("go")]})["messages"][-1].content
 
     runs = {v: runner(a) for v, a in agents.items()}
-    return "langchain " + importlib.metadata.version("langchain"), runs, monitor, watch
+    return "langchain " + importlib.metadata.version("langchain"), runs, monitor, watch, noop_watch
 
 
 # --- OpenAI Agents SDK --------------------------------------------------------------------------
 
 
-def openai_agents_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]:
+def openai_agents_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch, Stopwatch]:
     from agents import Agent, RunConfig, RunHooks, Runner, Usage, function_tool, set_tracing_disabled
     from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
@@ -352,6 +380,20 @@ def openai_agents_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]
     async def no_format(args: Any) -> None:
         return None
 
+    noop_watch = Stopwatch()
+
+    class TimedNoOp(NoOp):
+        on_agent_start = noop_watch.asynchronous(NoOp.on_agent_start)
+        on_llm_start = noop_watch.asynchronous(NoOp.on_llm_start)
+        on_llm_end = noop_watch.asynchronous(NoOp.on_llm_end)
+        on_tool_start = noop_watch.asynchronous(NoOp.on_tool_start)
+        on_tool_end = noop_watch.asynchronous(NoOp.on_tool_end)
+        on_agent_end = noop_watch.asynchronous(NoOp.on_agent_end)
+
+    timed_noop_config = RunConfig(
+        call_model_input_filter=noop_watch.asynchronous(passthrough),
+        tool_error_formatter=noop_watch.asynchronous(no_format),
+    )
     watch = Stopwatch()
     base = AgentBreakerHooks
 
@@ -385,20 +427,22 @@ def openai_agents_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]
                 coro = Runner.run(agent, "go", max_turns=k + 2, hooks=NoOp(), run_config=noop_config)
             elif variant == "agentbreaker":
                 coro = Runner.run(agent, "go", max_turns=k + 2, hooks=hooks, run_config=breaker_config)
+            elif variant == "no-op timed":
+                coro = Runner.run(agent, "go", max_turns=k + 2, hooks=TimedNoOp(), run_config=timed_noop_config)
             else:
                 coro = Runner.run(agent, "go", max_turns=k + 2, hooks=timed_hooks, run_config=timed_config)
             return asyncio.run(coro).final_output
 
         return run
 
-    runs = {v: runner(v) for v in (*VARIANTS, "timed")}
-    return "openai-agents " + importlib.metadata.version("openai-agents"), runs, monitor, watch
+    runs = {v: runner(v) for v in (*VARIANTS, "timed", "no-op timed")}
+    return "openai-agents " + importlib.metadata.version("openai-agents"), runs, monitor, watch, noop_watch
 
 
 # --- pydantic-ai --------------------------------------------------------------------------------
 
 
-def pydantic_ai_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]:
+def pydantic_ai_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch, Stopwatch]:
     from pydantic_ai import Agent
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -440,6 +484,14 @@ def pydantic_ai_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]:
 
         return built
 
+    noop_watch = Stopwatch()
+
+    class TimedNoOp(NoOp):
+        after_model_request = noop_watch.asynchronous(NoOp.after_model_request)
+        wrap_tool_execute = noop_watch.asynchronous(NoOp.wrap_tool_execute)
+        after_run = noop_watch.asynchronous(NoOp.after_run)
+        on_run_error = noop_watch.asynchronous(NoOp.on_run_error)
+
     watch = Stopwatch()
     base = AgentBreakerCapability
 
@@ -456,19 +508,20 @@ def pydantic_ai_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]:
         "no-op": agent([NoOp()]),
         "agentbreaker": agent([AgentBreakerCapability(monitor)]),
         "timed": agent([timed_capability]),
+        "no-op timed": agent([TimedNoOp()]),
     }
 
     def runner(built: Agent[None, str]) -> Run:
         return lambda: built.run_sync("go").output
 
     runs = {v: runner(a) for v, a in agents.items()}
-    return "pydantic-ai " + importlib.metadata.version("pydantic-ai-slim"), runs, monitor, watch
+    return "pydantic-ai " + importlib.metadata.version("pydantic-ai-slim"), runs, monitor, watch, noop_watch
 
 
 # --- Claude Agent SDK ---------------------------------------------------------------------------
 
 
-def claude_agent_sdk_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch]:
+def claude_agent_sdk_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwatch, Stopwatch]:
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, ResultMessage, query
 
     from agentbreaker.integrations import claude_agent_sdk as adapter
@@ -489,9 +542,23 @@ def claude_agent_sdk_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwat
         async for message in messages:
             yield message
 
+    def look(message: Any) -> None:  # the no-op counterpart of the tracker's observe
+        return None
+
+    noop_watch = Stopwatch()
+    timed_look = noop_watch.sync(look)
+
+    async def timed_passthrough(messages: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for message in messages:
+            timed_look(message)
+            yield message
+
     monitor = Monitor()
     breaker_hooks = hooks(monitor)
     noop_hooks: Any = {event: [HookMatcher(matcher=None, hooks=[nothing])] for event in breaker_hooks}
+    timed_noop_hooks: Any = {
+        event: [HookMatcher(matcher=None, hooks=[noop_watch.asynchronous(nothing)])] for event in breaker_hooks
+    }
     watch = Stopwatch()
     timed_hooks: Any = {
         event: [HookMatcher(matcher=m.matcher, hooks=[watch.asynchronous(h) for h in m.hooks]) for m in matchers]
@@ -520,6 +587,9 @@ def claude_agent_sdk_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwat
                     stream = passthrough(query(prompt="go", options=ClaudeAgentOptions(hooks=noop_hooks), transport=cli))
                 elif variant == "agentbreaker":
                     stream = track_spend(monitor, query(prompt="go", options=ClaudeAgentOptions(hooks=breaker_hooks), transport=cli))
+                elif variant == "no-op timed":
+                    options = ClaudeAgentOptions(hooks=timed_noop_hooks)
+                    stream = timed_passthrough(query(prompt="go", options=options, transport=cli))
                 else:  # track_spend with the stopwatch around its tracker
                     adapter.SpendTracker = TimedTracker  # type: ignore[misc]
                     try:
@@ -540,11 +610,11 @@ def claude_agent_sdk_runs(k: int) -> Tuple[str, Dict[str, Run], Monitor, Stopwat
                 result = message.result
         return result
 
-    runs = {v: runner(v) for v in (*VARIANTS, "timed")}
-    return "claude-agent-sdk " + importlib.metadata.version("claude-agent-sdk"), runs, monitor, watch
+    runs = {v: runner(v) for v in (*VARIANTS, "timed", "no-op timed")}
+    return "claude-agent-sdk " + importlib.metadata.version("claude-agent-sdk"), runs, monitor, watch, noop_watch
 
 
-FRAMEWORKS: Dict[str, Tuple[str, Callable[[int], Tuple[str, Dict[str, Run], Monitor, Stopwatch]]]] = {
+FRAMEWORKS: Dict[str, Tuple[str, Callable[[int], Tuple[str, Dict[str, Run], Monitor, Stopwatch, Stopwatch]]]] = {
     "langchain": ("AgentBreakerMiddleware (create_agent)", langchain_runs),
     "openai-agents": ("AgentBreakerHooks + run_config() (Runner.run)", openai_agents_runs),
     "pydantic-ai": ("AgentBreakerCapability (Agent.run_sync)", pydantic_ai_runs),
@@ -570,10 +640,10 @@ def quartiles(xs: List[float]) -> Tuple[float, float]:
 
 def measure(name: str, k: int, rounds: int) -> List[Dict[str, Any]]:
     adapter, build = FRAMEWORKS[name]
-    version, runs, monitor, watch = build(k)
+    version, runs, monitor, watch, noop_watch = build(k)
     verdicts: List[Any] = []
     monitor.add_listener(verdicts.append)
-    for variant in (*VARIANTS, "timed"):  # warm-up, and the outcome every variant must give
+    for variant in (*VARIANTS, "timed", "no-op timed"):  # warm-up, and the outcome every variant must give
         _, result = timed(runs[variant])
         if result != answer_of(k):
             raise SystemExit(f"{name} ({variant}): the agent answered {result!r}, not {answer_of(k)!r}")
@@ -591,14 +661,39 @@ def measure(name: str, k: int, rounds: int) -> List[Dict[str, Any]]:
         # Every round starts afresh (the Claude session's task would otherwise count the runs'
         # calls against its budgets); not timed.
         monitor.reset()
-    # The adapter's own time: the instrumented copy, run as often.
+    # The adapter's own time: the instrumented copy, run as often, beside the no-op hooks under
+    # the same stopwatch. What an entry point of the no-op hooks costs (the stopwatch, the
+    # framework's call of a hook: more inside the framework's loop than in a tight one) is
+    # taken off per entry point of the adapter: that much is the framework's, with or without
+    # the adapter. The tight-loop calibration stands in for a kind (sync, async) the no-op
+    # hooks do not have, and for the Monitor's calls.
     watch.calibrate()
+    noop_watch.overhead_ns, noop_watch.async_overhead_ns = watch.overhead_ns, watch.async_overhead_ns
+    adapter_rounds: List[Tuple[int, int, int]] = []
+    sync_costs: List[float] = []
+    async_costs: List[float] = []
+    for variant in ("timed", "no-op timed"):
+        for _ in range(rounds):
+            if variant == "timed":
+                watch.reset()
+                timed(runs["timed"])
+                adapter_rounds.append((watch.ns, watch.entries, watch.async_entries))
+            else:
+                noop_watch.reset()
+                timed(runs["no-op timed"])
+                sync_cost, async_cost = noop_watch.entry_costs()
+                if sync_cost is not None:
+                    sync_costs.append(sync_cost)
+                if async_cost is not None:
+                    async_costs.append(async_cost)
+            monitor.reset()
+    sync_cost = statistics.median(sync_costs) if sync_costs else watch.overhead_ns
+    async_cost = statistics.median(async_costs) if async_costs else watch.overhead_ns + watch.async_overhead_ns
     own: List[float] = []
-    for _ in range(rounds):
-        watch.reset()
-        timed(runs["timed"])
-        own.append(watch.own_ns() / k)
-        monitor.reset()
+    for ns, entries, async_entries in adapter_rounds:
+        watch.ns, watch.entries, watch.async_entries = ns, entries, async_entries
+        own.append(watch.own_ns_beside(sync_cost, async_cost) / k)
+    watch.reset()
     # The Monitor's share, in a pass of its own (timing its calls costs time too).
     watch.time_monitor(True)
     in_monitor: List[float] = []
@@ -617,6 +712,9 @@ def measure(name: str, k: int, rounds: int) -> List[Dict[str, Any]]:
     differences = [(b - n) / k for b, n in zip(times["agentbreaker"], times["no-op"])]
     hooks_cost = statistics.median(n - a for n, a in zip(times["no-op"], times["alone"])) / k
     low, high = quartiles(differences)
+    entry_cost = " / ".join(
+        f"{kind} {statistics.median(costs):.0f}" for kind, costs in (("sync", sync_costs), ("async", async_costs)) if costs
+    )
     own_low, own_high = quartiles(own)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     setting = f"{version}; {k} calls x {rounds} runs; load {load:.1f} on {os.cpu_count()} CPUs"
@@ -630,7 +728,9 @@ def measure(name: str, k: int, rounds: int) -> List[Dict[str, Any]]:
             "max": GOAL_NS,
             "note": (
                 f"{setting}; quartiles {own_low / 1e3:.1f}-{own_high / 1e3:.1f} µs; "
-                f"Monitor.observe {statistics.median(in_monitor) / 1e3:.1f} µs of it"
+                f"Monitor.observe {statistics.median(in_monitor) / 1e3:.1f} µs of it; an entry point "
+                f"of the no-op hooks {entry_cost} ns in this loop (stopwatch "
+                f"{watch.overhead_ns:.0f} ns in a tight one)"
             ),
         },
         {

@@ -117,6 +117,66 @@ def test_a_malformed_event_is_invalid_event_and_changes_nothing(event: Any) -> N
     assert monitor.snapshot() == before
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "tool_use", "name": "Bash", "input": {1: "not a str key"}},
+        {"type": "tool_result", "ok": 1, "text": "a number is not a bool"},
+        {"type": "tool_result", "ok": True, "text": b"bytes"},
+        {"type": "usage", "usage": {"input_tokens": True}},
+        {"type": "usage", "usage": {"input_tokens": -1}},
+        {"type": "usage", "usage": {"input_tokens": 2**64}},
+        {"type": "usage", "usage": {"input_tokens": 1.5}},
+        {"type": "usage", "usage": {"input_tokens": 10}, "model": 3},
+        {"type": "assistant", "text": "hi", "taskId": ""},
+        {"type": "assistant", "text": "hi", "taskId": None, "extra": {1, 2}},
+        {"type": "assistant", "text": "\ud800"},
+    ],
+    ids=repr,
+)
+def test_events_of_the_common_shapes_are_refused_like_any_other(event: Any) -> None:
+    # The four event types the framework adapters send are read straight from the dict; a value
+    # of another type than the one expected goes through the general path, which refuses it.
+    monitor = ab.Monitor(clock=ab.ManualClock())
+    monitor.observe({"type": "assistant", "text": "hello"})
+    before = monitor.snapshot()
+    with pytest.raises(ab.InvalidEventError):
+        monitor.observe(event)
+    assert monitor.snapshot() == before
+
+
+def test_events_read_straight_from_the_dict_count_as_through_json() -> None:
+    # The same stream twice: once as plain dicts (read straight), once with a key the Monitor
+    # does not read on every event (read through the general path). Same verdicts, same state.
+    clock_a, clock_b = ab.ManualClock(), ab.ManualClock()
+    straight = ab.Monitor(clock=clock_a, profile="seed", warn_before=1, budget={"maxTokenSpendCentsPerTask": 100})
+    general = ab.Monitor(clock=clock_b, profile="seed", warn_before=1, budget={"maxTokenSpendCentsPerTask": 100})
+    stream: List[Dict[str, Any]] = []
+    for i in range(6):
+        stream += [
+            {"type": "assistant", "text": f"step {i}", "taskId": "t"},
+            {"type": "usage", "usage": {"input_tokens": 20_000, "output_tokens": 500,
+                                        "cache_read_input_tokens": 3, "cache_creation_input_tokens": 4},
+             "model": "claude-sonnet-4", "taskId": "t"},
+            {"type": "tool_use", "name": "Bash", "input": {"command": "pytest", "n": [1, 2.5, None, True]},
+             "id": f"c{i}", "taskId": "t"},
+            {"type": "tool_result", "ok": False, "text": "1 failed", "id": f"c{i}", "name": "Bash", "taskId": "t"},
+            {"type": "tool_use", "name": "Read"},
+            {"type": "tool_result", "ok": True},
+        ]
+    seen = []
+    for event in stream:
+        a = straight.observe(dict(event))
+        b = general.observe({**event, "x-framework": "extra"})
+        assert a == b
+        seen.append(a["action"])
+        clock_a.advance(1000)
+        clock_b.advance(1000)
+    assert "warn" in seen and "halt" in seen
+    assert straight.status() == general.status()
+    assert straight.snapshot() == general.snapshot()
+
+
 def test_observe_needs_an_event() -> None:
     # No event, or None, is not an event object: the same error as `null` in every binding.
     with pytest.raises(ab.InvalidEventError):

@@ -2,18 +2,20 @@
 //! event answered with a verdict dict. Every call that may wait for a store (construction,
 //! `observe` and `tick` with a store) releases the GIL; `observe` without a store keeps it.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use agentbreaker::VerdictAction::{self, Continue, Halt, Warn};
+use agentbreaker::budget::Usage;
 use agentbreaker::interop::{ArgKind, catch};
 use agentbreaker::metrics::{Options, Recorder, Update};
-use agentbreaker::{Rule, Verdict};
+use agentbreaker::{MonitorEvent, MonitorEventKind, Rule, Verdict};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString};
 
-use crate::convert::{Arg, callable, json_or_null, json_to_py};
+use crate::convert::{Arg, callable, json_or_null, json_to_py, to_json};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 use crate::functions::updates_to_py;
 
@@ -31,7 +33,14 @@ static TEMPLATE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 /// and the `make bench-python` row 5.5 us, over the goal; with this, 0.9 us and 3.7 us. A copy of
 /// a template dict then only replaces the values that are not `None` (a continue verdict's step
 /// and task), where seven inserts into a new dict would grow its table once (issue 17).
-fn verdict_to_py<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny>> {
+///
+/// `task`: the event's `taskId` as given, with its text: the verdict of that task reuses the
+/// caller's `str` instead of making a new one.
+fn verdict_to_py<'py>(
+    py: Python<'py>,
+    v: &Verdict,
+    task: Option<(&Bound<'py, PyString>, &str)>,
+) -> PyResult<Bound<'py, PyAny>> {
     let names = NAMES.get_or_init(py, || {
         let actions = [Continue, Warn, Halt]
             .map(VerdictAction::as_str)
@@ -71,10 +80,100 @@ fn verdict_to_py<'py>(py: Python<'py>, v: &Verdict) -> PyResult<Bound<'py, PyAny
     if v.step != 0 {
         dict.set_item(intern!(py, "step"), v.step)?;
     }
-    if let Some(task) = &v.task_id {
-        dict.set_item(intern!(py, "taskId"), task)?;
+    match (&v.task_id, task) {
+        (Some(id), Some((given, text))) if id == text => {
+            dict.set_item(intern!(py, "taskId"), given)?;
+        }
+        (Some(id), _) => dict.set_item(intern!(py, "taskId"), id)?,
+        (None, _) => {}
     }
     Ok(dict.into_any())
+}
+
+/// An event read straight from a dict of the shapes the framework adapters send (`assistant`,
+/// `tool_use`, `tool_result`, `usage` with token counts: every key one the core reads, every value
+/// of the type it expects), for `Monitor::observe_event`, which validates it as a JSON event
+/// would be. `None` for anything else (another type, an unknown key, a `None`, a wrong type):
+/// the general path reads that (`to_json`, `MonitorEvent::from_json`) and gives the same result
+/// or the same error as every other binding. Kept because issue 17's goal (at most 20 us per
+/// tool call in a framework's loop) needs it: going through a JSON value (a string key and a
+/// tree node per field, all freed again) was about half of `observe`'s instructions (callgrind,
+/// LangChain's loop: 6.7M of 15.0M).
+fn typed_event<'py>(
+    event: &Bound<'py, PyAny>,
+) -> Option<(MonitorEvent<'static>, Option<Bound<'py, PyString>>)> {
+    let py = event.py();
+    let dict = event.cast::<PyDict>().ok()?;
+    let mut used = 0;
+    let mut get = |key: &Bound<'py, PyString>| {
+        let value = dict.get_item(key).ok().flatten();
+        used += usize::from(value.is_some());
+        value
+    };
+    fn text(value: &Bound<'_, PyAny>) -> Option<String> {
+        Some(value.cast::<PyString>().ok()?.to_cow().ok()?.into_owned())
+    }
+    fn text_opt(value: Option<Bound<'_, PyAny>>) -> Option<Option<Cow<'static, str>>> {
+        match value {
+            None => Some(None),
+            Some(v) => text(&v).map(|t| Some(Cow::Owned(t))),
+        }
+    }
+    let kind = text(&get(intern!(py, "type"))?)?;
+    let task = match get(intern!(py, "taskId")) {
+        None => None,
+        Some(v) => Some(v.cast_into::<PyString>().ok()?),
+    };
+    let task_id = match &task {
+        None => None,
+        Some(t) => Some(Cow::Owned(t.to_cow().ok()?.into_owned())),
+    };
+    let kind = match kind.as_str() {
+        "assistant" => MonitorEventKind::Assistant {
+            text: Cow::Owned(text(&get(intern!(py, "text"))?)?),
+        },
+        "tool_use" => MonitorEventKind::ToolUse {
+            name: Cow::Owned(text(&get(intern!(py, "name"))?)?),
+            input: Cow::Owned(match get(intern!(py, "input")) {
+                None => serde_json::Value::Null,
+                Some(input) => to_json(&input, "event.input", ArgKind::Event).ok()?,
+            }),
+            id: text_opt(get(intern!(py, "id")))?,
+        },
+        "tool_result" => MonitorEventKind::ToolResult {
+            ok: get(intern!(py, "ok"))?.cast::<PyBool>().ok()?.is_true(),
+            text: text_opt(get(intern!(py, "text")))?.unwrap_or_default(),
+            id: text_opt(get(intern!(py, "id")))?,
+            name: text_opt(get(intern!(py, "name")))?,
+        },
+        "usage" => {
+            let counts = get(intern!(py, "usage"))?.cast_into::<PyDict>().ok()?;
+            let mut usage = Usage::default();
+            for (key, count) in counts.iter() {
+                if count.is_instance_of::<PyBool>() || !count.is_instance_of::<PyInt>() {
+                    return None;
+                }
+                let count = count.extract::<u64>().ok()?;
+                match text(&key)?.as_str() {
+                    "input_tokens" => usage.input_tokens = count,
+                    "output_tokens" => usage.output_tokens = count,
+                    "cache_read_input_tokens" => usage.cache_read_input_tokens = count,
+                    "cache_creation_input_tokens" => usage.cache_creation_input_tokens = count,
+                    _ => return None,
+                }
+            }
+            MonitorEventKind::Usage {
+                model: text_opt(get(intern!(py, "model")))?,
+                usage,
+                cost_cents: None,
+            }
+        }
+        _ => return None,
+    };
+    if used != dict.len() {
+        return None;
+    }
+    Some((MonitorEvent { task_id, kind }, task))
 }
 
 event_source_class! {
@@ -87,20 +186,30 @@ event_source_class! {
         /// `progress`, `heartbeat`, `alive`); returns its verdict. A malformed event raises
         /// `InvalidEventError` and changes nothing.
         #[pyo3(signature = (event = None), text_signature = "($self, event)")]
-        fn observe<'py>(&self, py: Python<'py>, event: Arg) -> PyResult<Bound<'py, PyAny>> {
+        fn observe<'py>(&self, py: Python<'py>, event: Arg<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
             boundary(py, || {
-                let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
                 // Without a store an event is a few microseconds of work that never waits (the
                 // core calls no Python while it holds a lock of its own: listeners and the
                 // metrics recorder run after), so the GIL is kept: releasing it hands it to any
                 // thread waiting for it (a framework's executor) and waits to get it back, which
                 // inside LangChain's loop cost more than the event itself (issue 17).
-                let verdict = if self.inner.config().store.is_none() {
+                let local = self.inner.config().store.is_none();
+                if let Some((typed, task)) = event.and_then(typed_event) {
+                    let verdict = if local {
+                        catch(|| self.inner.observe_event(&typed)).or_raise(py)?
+                    } else {
+                        detached_result(py, || self.inner.observe_event(&typed))?
+                    };
+                    let task = task.as_ref().zip(typed.task_id.as_deref());
+                    return verdict_to_py(py, &verdict, task);
+                }
+                let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
+                let verdict = if local {
                     catch(|| self.inner.observe(&event)).or_raise(py)?
                 } else {
                     detached_result(py, || self.inner.observe(&event))?
                 };
-                verdict_to_py(py, &verdict)
+                verdict_to_py(py, &verdict, None)
             })
         }
 
@@ -108,7 +217,7 @@ event_source_class! {
         /// second); returns the warnings and halts as verdict dicts.
         fn tick<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
             let verdicts = detached(py, || self.inner.tick())?;
-            let verdicts = verdicts.iter().map(|v| verdict_to_py(py, v));
+            let verdicts = verdicts.iter().map(|v| verdict_to_py(py, v, None));
             PyList::new(py, verdicts.collect::<PyResult<Vec<_>>>()?)
         }
 
