@@ -690,9 +690,11 @@ def measure(name: str, k: int, rounds: int) -> List[Dict[str, Any]]:
     sync_cost = statistics.median(sync_costs) if sync_costs else watch.overhead_ns
     async_cost = statistics.median(async_costs) if async_costs else watch.overhead_ns + watch.async_overhead_ns
     own: List[float] = []
+    own_tight: List[float] = []  # with the tight-loop calibration only (the method before)
     for ns, entries, async_entries in adapter_rounds:
         watch.ns, watch.entries, watch.async_entries = ns, entries, async_entries
         own.append(watch.own_ns_beside(sync_cost, async_cost) / k)
+        own_tight.append(watch.own_ns() / k)
     watch.reset()
     # The Monitor's share, in a pass of its own (timing its calls costs time too).
     watch.time_monitor(True)
@@ -730,7 +732,8 @@ def measure(name: str, k: int, rounds: int) -> List[Dict[str, Any]]:
                 f"{setting}; quartiles {own_low / 1e3:.1f}-{own_high / 1e3:.1f} µs; "
                 f"Monitor.observe {statistics.median(in_monitor) / 1e3:.1f} µs of it; an entry point "
                 f"of the no-op hooks {entry_cost} ns in this loop (stopwatch "
-                f"{watch.overhead_ns:.0f} ns in a tight one)"
+                f"{watch.overhead_ns:.0f} ns in a tight one; own time with that one taken off instead "
+                f"{statistics.median(own_tight) / 1e3:.1f} µs)"
             ),
         },
         {

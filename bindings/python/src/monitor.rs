@@ -9,6 +9,7 @@ use agentbreaker::VerdictAction::{self, Continue, Halt, Warn};
 use agentbreaker::budget::Usage;
 use agentbreaker::interop::{ArgKind, catch};
 use agentbreaker::metrics::{Options, Recorder, Update};
+use agentbreaker::monitor::Spend;
 use agentbreaker::{MonitorEvent, MonitorEventKind, Rule, Verdict};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -128,9 +129,37 @@ fn typed_event<'py>(
         None => None,
         Some(t) => Some(Cow::Owned(t.to_cow().ok()?.into_owned())),
     };
+    // A usage event's fields (`usage` with token counts, `model`); `None` without `usage`.
+    let spend = |get: &mut dyn FnMut(&Bound<'py, PyString>) -> Option<Bound<'py, PyAny>>| {
+        let Some(counts) = get(intern!(py, "usage")) else {
+            return Some(None);
+        };
+        let counts = counts.cast_into::<PyDict>().ok()?;
+        let mut usage = Usage::default();
+        for (key, count) in counts.iter() {
+            if count.is_instance_of::<PyBool>() || !count.is_instance_of::<PyInt>() {
+                return None;
+            }
+            let count = count.extract::<u64>().ok()?;
+            match text(&key)?.as_str() {
+                "input_tokens" => usage.input_tokens = count,
+                "output_tokens" => usage.output_tokens = count,
+                "cache_read_input_tokens" => usage.cache_read_input_tokens = count,
+                "cache_creation_input_tokens" => usage.cache_creation_input_tokens = count,
+                _ => return None,
+            }
+        }
+        let model = text_opt(get(intern!(py, "model")))?;
+        Some(Some(Spend {
+            model,
+            usage,
+            cost_cents: None,
+        }))
+    };
     let kind = match kind.as_str() {
         "assistant" => MonitorEventKind::Assistant {
             text: Cow::Owned(text(&get(intern!(py, "text"))?)?),
+            spend: spend(&mut get)?,
         },
         "tool_use" => MonitorEventKind::ToolUse {
             name: Cow::Owned(text(&get(intern!(py, "name"))?)?),
@@ -147,23 +176,9 @@ fn typed_event<'py>(
             name: text_opt(get(intern!(py, "name")))?,
         },
         "usage" => {
-            let counts = get(intern!(py, "usage"))?.cast_into::<PyDict>().ok()?;
-            let mut usage = Usage::default();
-            for (key, count) in counts.iter() {
-                if count.is_instance_of::<PyBool>() || !count.is_instance_of::<PyInt>() {
-                    return None;
-                }
-                let count = count.extract::<u64>().ok()?;
-                match text(&key)?.as_str() {
-                    "input_tokens" => usage.input_tokens = count,
-                    "output_tokens" => usage.output_tokens = count,
-                    "cache_read_input_tokens" => usage.cache_read_input_tokens = count,
-                    "cache_creation_input_tokens" => usage.cache_creation_input_tokens = count,
-                    _ => return None,
-                }
-            }
+            let Spend { model, usage, .. } = spend(&mut get)??;
             MonitorEventKind::Usage {
-                model: text_opt(get(intern!(py, "model")))?,
+                model,
                 usage,
                 cost_cents: None,
             }

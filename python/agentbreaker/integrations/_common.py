@@ -89,12 +89,19 @@ def to_text(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
-def usage_event(
-    input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0, model: Optional[str] = None
-) -> Optional[Dict[str, Any]]:
-    """A ``usage`` event (None when it counts nothing). ``input_tokens`` excludes the cache reads
-    and writes, as the Monitor counts them (Anthropic's convention). Counts of zero are left out:
-    every key costs time to hand over."""
+def add_usage(
+    event: Dict[str, Any],
+    input_tokens: int,
+    output_tokens: int,
+    cache_read: int = 0,
+    cache_write: int = 0,
+    model: Optional[str] = None,
+) -> Dict[str, Any]:
+    """``event`` with the token counts of a model call (``usage``, and ``model``), unchanged when
+    they count nothing. On an ``assistant`` event the Monitor counts them as the usage event right
+    after it (contract §11): one call instead of two per model call. ``input_tokens`` excludes
+    the cache reads and writes, as the Monitor counts them (Anthropic's convention). Counts of
+    zero are left out: every key costs time to hand over."""
     usage: Dict[str, int] = {}
     if input_tokens > 0:
         usage["input_tokens"] = input_tokens
@@ -104,12 +111,19 @@ def usage_event(
         usage["cache_read_input_tokens"] = cache_read
     if cache_write > 0:
         usage["cache_creation_input_tokens"] = cache_write
-    if not usage:
-        return None
-    event: Dict[str, Any] = {"type": "usage", "usage": usage}
-    if model:
-        event["model"] = model
+    if usage:
+        event["usage"] = usage
+        if model:
+            event["model"] = model
     return event
+
+
+def usage_event(
+    input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0, model: Optional[str] = None
+) -> Optional[Dict[str, Any]]:
+    """A ``usage`` event (None when it counts nothing), as `add_usage` counts."""
+    event = add_usage({"type": "usage"}, input_tokens, output_tokens, cache_read, cache_write, model)
+    return event if "usage" in event else None
 
 
 _INT_RANGE = (-(2**63), 2**64 - 1)

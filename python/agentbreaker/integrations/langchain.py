@@ -54,8 +54,8 @@ from ._common import (
     make_monitor,
     new_task_id,
     skipped_text,
+    add_usage,
     to_text,
-    usage_event,
 )
 
 __all__ = ["AgentBreakerCallbackHandler", "AgentBreakerMiddleware", "AgentBreakerState"]
@@ -77,21 +77,23 @@ class AgentBreakerState(AgentState[Any]):
     agentbreaker_task: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
-def _usage_event(message: AIMessage) -> Optional[Dict[str, Any]]:
-    """A ``usage`` event from an AI message's ``usage_metadata`` (None without one).
+def _with_usage(event: Dict[str, Any], message: AIMessage) -> Dict[str, Any]:
+    """``event`` (the message's ``assistant`` event) with the token counts of the message's
+    ``usage_metadata``, if it has one.
 
     LangChain's ``input_tokens`` is the sum of every kind of input token; the Monitor's counts
     cache reads and cache writes apart, as Anthropic's API does, so they are taken out.
     """
     meta = message.usage_metadata
     if not meta:
-        return None
+        return event
     details = meta.get("input_token_details") or {}
     cache_read = int(details.get("cache_read") or 0)
     cache_write = int(details.get("cache_creation") or 0)
     metadata = message.response_metadata
     model = (metadata.get("model_name") or metadata.get("model")) if metadata else None
-    return usage_event(
+    return add_usage(
+        event,
         int(meta.get("input_tokens") or 0) - cache_read - cache_write,
         int(meta.get("output_tokens") or 0),
         cache_read,
@@ -198,10 +200,7 @@ class AgentBreakerMiddleware(AgentMiddleware[AgentBreakerState, Any, Any]):
         watcher = self._watcher
         content = message.content
         text = content if isinstance(content, str) else str(message.text)
-        watcher.observe(run, {"type": "assistant", "text": text})
-        usage = _usage_event(message)
-        if usage is not None:
-            watcher.observe(run, usage)
+        watcher.observe(run, _with_usage({"type": "assistant", "text": text}, message))
         if run.halt is not None:
             return self._halt(run, message.tool_calls)
         if run.dirty:
@@ -400,10 +399,7 @@ class AgentBreakerCallbackHandler(BaseCallbackHandler):
             for generation in generations:
                 if isinstance(generation, ChatGeneration) and isinstance(generation.message, AIMessage):
                     message = generation.message
-                    self._observe({"type": "assistant", "text": message.text})
-                    usage = _usage_event(message)
-                    if usage is not None:
-                        self._observe(usage)
+                    self._observe(_with_usage({"type": "assistant", "text": message.text}, message))
                 else:
                     self._observe({"type": "assistant", "text": generation.text})
 

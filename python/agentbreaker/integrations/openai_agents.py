@@ -57,7 +57,7 @@ except ImportError as _error:  # pragma: no cover - the message is tested in a v
 from .._native import Monitor
 from ..exceptions import AgentHalted
 from ..types import Verdict
-from ._common import Run, Watcher, error_text, make_monitor, new_task_id, skipped_text, to_text, usage_event
+from ._common import Run, Watcher, add_usage, error_text, make_monitor, new_task_id, skipped_text, to_text
 
 __all__ = [
     "AgentBreakerHooks",
@@ -220,16 +220,14 @@ class AgentBreakerHooks(RunHooks[Any]):
                     text = getattr(part, "text", None)
                     if isinstance(text, str):
                         texts.append(text)
-        run = self._run()
-        self._watcher.observe(run, {"type": "assistant", "text": "\n".join(texts)})
+        event: Dict[str, Any] = {"type": "assistant", "text": "\n".join(texts)}
         usage = response.usage
         if usage is not None:
             details = getattr(usage, "input_tokens_details", None)
             cached = int(getattr(details, "cached_tokens", 0) or 0)
             model = agent.model if isinstance(agent.model, str) else None
-            event = usage_event(int(usage.input_tokens) - cached, int(usage.output_tokens), cached, 0, model)
-            if event is not None:
-                self._watcher.observe(run, event)
+            add_usage(event, int(usage.input_tokens) - cached, int(usage.output_tokens), cached, 0, model)
+        self._watcher.observe(self._run(), event)
         self._raise_if_halted()
 
     async def on_tool_start(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool) -> None:

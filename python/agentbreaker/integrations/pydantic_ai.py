@@ -40,7 +40,7 @@ except ImportError as _error:  # pragma: no cover - the message is tested in a v
 from .._native import Monitor
 from ..exceptions import AgentHalted
 from ..types import Verdict
-from ._common import Run, Watcher, error_text, make_monitor, new_task_id, skipped_text, to_text, usage_event
+from ._common import Run, Watcher, add_usage, error_text, make_monitor, new_task_id, skipped_text, to_text
 
 __all__ = ["AgentBreakerCapability"]
 
@@ -125,15 +125,18 @@ class AgentBreakerCapability(AbstractCapability[Any]):
     ) -> ModelResponse:
         run = self._run(ctx)
         texts = [part.content for part in response.parts if isinstance(part, TextPart)]
-        self._watcher.observe(run, {"type": "assistant", "text": "\n".join(texts)})
         usage = response.usage
         # pydantic-ai's input_tokens include the cached ones; the Monitor's do not.
         cache_read, cache_write = usage.cache_read_tokens, usage.cache_write_tokens
-        event = usage_event(
-            usage.input_tokens - cache_read - cache_write, usage.output_tokens, cache_read, cache_write, response.model_name
+        event = add_usage(
+            {"type": "assistant", "text": "\n".join(texts)},
+            usage.input_tokens - cache_read - cache_write,
+            usage.output_tokens,
+            cache_read,
+            cache_write,
+            response.model_name,
         )
-        if event is not None:
-            self._watcher.observe(run, event)
+        self._watcher.observe(run, event)
         self._react(ctx, run)
         return response
 

@@ -27,6 +27,9 @@ pub enum MonitorEventKind<'a> {
     Assistant {
         /// Its text (may be empty).
         text: Cow<'a, str>,
+        /// What the call cost, when the event carries it (`usage`, `model`, `costCents` as a
+        /// usage event's): counted as a usage event right after this one would be.
+        spend: Option<Spend<'a>>,
     },
     /// A tool call of the current step.
     ToolUse {
@@ -81,6 +84,66 @@ pub enum MonitorEventKind<'a> {
     Unknown,
 }
 
+/// The spend an `assistant` event may carry: a usage event's fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spend<'a> {
+    /// The model, which picks the price entry.
+    pub model: Option<Cow<'a, str>>,
+    /// The token counts.
+    pub usage: Usage,
+    /// The cost in cents, used instead of the price table when given.
+    pub cost_cents: Option<f64>,
+}
+
+impl<'a> Spend<'a> {
+    /// The usage event it stands for.
+    pub fn as_usage(&self) -> MonitorEventKind<'_> {
+        MonitorEventKind::Usage {
+            model: self.model.as_deref().map(Cow::Borrowed),
+            usage: self.usage,
+            cost_cents: self.cost_cents,
+        }
+    }
+
+    /// A usage event's fields, read from `f`: `usage` (token counts), `costCents`, `model`.
+    fn read(f: &Fields<'a>, what: &str) -> Result<Self> {
+        let cost_cents = match f.get("costCents") {
+            None => None,
+            Some(v) => Some(
+                v.as_f64()
+                    .filter(|c| c.is_finite() && *c >= 0.0 && *c <= 1e15)
+                    .ok_or_else(|| {
+                        Error::event(format_args!(
+                            "{what} costCents must be a number from 0 to 1e15"
+                        ))
+                    })?,
+            ),
+        };
+        let usage = match f.get("usage") {
+            None if cost_cents.is_some() => Usage::default(),
+            None => {
+                return Err(Error::event(format_args!(
+                    "a {what} event needs a \"usage\" object or \"costCents\""
+                )));
+            }
+            Some(u) => {
+                let u = Fields::open(u, "usage", Error::InvalidEvent)?;
+                Usage {
+                    input_tokens: u.u64_or("input_tokens", 0)?,
+                    output_tokens: u.u64_or("output_tokens", 0)?,
+                    cache_creation_input_tokens: u.u64_or("cache_creation_input_tokens", 0)?,
+                    cache_read_input_tokens: u.u64_or("cache_read_input_tokens", 0)?,
+                }
+            }
+        };
+        Ok(Spend {
+            model: f.str_opt("model")?.map(Cow::Borrowed),
+            usage,
+            cost_cents,
+        })
+    }
+}
+
 impl<'a> MonitorEvent<'a> {
     /// Validates a JSON event; anything malformed is `INVALID_EVENT`. Keys the Monitor does not
     /// read are allowed (frameworks add their own).
@@ -118,6 +181,10 @@ impl<'a> MonitorEvent<'a> {
         let kind = match kind_name {
             "assistant" => MonitorEventKind::Assistant {
                 text: Cow::Borrowed(required_str(map, "text", "an assistant event")?),
+                spend: match f.get("usage").is_some() || f.get("costCents").is_some() {
+                    true => Some(Spend::read(&f, "assistant")?),
+                    false => None,
+                },
             },
             "tool_use" => {
                 let name = required_str(map, "name", "a tool_use event")?;
@@ -149,36 +216,13 @@ impl<'a> MonitorEvent<'a> {
                 }
             }
             "usage" => {
-                let cost_cents = match f.get("costCents") {
-                    None => None,
-                    Some(v) => Some(
-                        v.as_f64()
-                            .filter(|c| c.is_finite() && *c >= 0.0 && *c <= 1e15)
-                            .ok_or_else(|| {
-                                Error::event("usage costCents must be a number from 0 to 1e15")
-                            })?,
-                    ),
-                };
-                let usage = match f.get("usage") {
-                    None if cost_cents.is_some() => Usage::default(),
-                    None => {
-                        return Err(Error::event(
-                            "a usage event needs a \"usage\" object or \"costCents\"",
-                        ));
-                    }
-                    Some(u) => {
-                        let u = Fields::open(u, "usage", Error::InvalidEvent)?;
-                        Usage {
-                            input_tokens: u.u64_or("input_tokens", 0)?,
-                            output_tokens: u.u64_or("output_tokens", 0)?,
-                            cache_creation_input_tokens: u
-                                .u64_or("cache_creation_input_tokens", 0)?,
-                            cache_read_input_tokens: u.u64_or("cache_read_input_tokens", 0)?,
-                        }
-                    }
-                };
+                let Spend {
+                    model,
+                    usage,
+                    cost_cents,
+                } = Spend::read(&f, "usage")?;
                 MonitorEventKind::Usage {
-                    model: f.str_opt("model")?.map(Cow::Borrowed),
+                    model,
                     usage,
                     cost_cents,
                 }
@@ -244,7 +288,14 @@ impl<'a> MonitorEvent<'a> {
             Cow::Owned(c.into_owned())
         }
         let kind = match self.kind {
-            MonitorEventKind::Assistant { text } => MonitorEventKind::Assistant { text: own(text) },
+            MonitorEventKind::Assistant { text, spend } => MonitorEventKind::Assistant {
+                text: own(text),
+                spend: spend.map(|s| Spend {
+                    model: s.model.map(own),
+                    usage: s.usage,
+                    cost_cents: s.cost_cents,
+                }),
+            },
             MonitorEventKind::ToolUse { name, input, id } => MonitorEventKind::ToolUse {
                 name: own(name),
                 input: Cow::Owned(input.into_owned()),
@@ -304,7 +355,10 @@ impl<'a> MonitorEvent<'a> {
 
     /// `{"type": "assistant", "text": text}`.
     pub fn assistant(text: impl Into<Cow<'a, str>>) -> Self {
-        Self::new(MonitorEventKind::Assistant { text: text.into() })
+        Self::new(MonitorEventKind::Assistant {
+            text: text.into(),
+            spend: None,
+        })
     }
 
     /// `{"type": "tool_use", "name": name, "input": input, "id": id}`.
@@ -346,6 +400,14 @@ impl<'a> MonitorEvent<'a> {
             }
             MonitorEventKind::Usage {
                 cost_cents: Some(c),
+                ..
+            }
+            | MonitorEventKind::Assistant {
+                spend:
+                    Some(Spend {
+                        cost_cents: Some(c),
+                        ..
+                    }),
                 ..
             } if !(c.is_finite() && *c >= 0.0 && *c <= 1e15) => Err(Error::event(
                 "usage costCents must be a number from 0 to 1e15",

@@ -41,6 +41,7 @@ mod shared;
 mod task;
 mod verdict;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,7 +59,7 @@ use crate::metrics::{self, Recorder, TaskOutcome, Update};
 use crate::persist;
 
 pub use config::{DEFAULT_PROFILE, MAX_TOOL_LIMITS, MonitorConfig};
-pub use event::{MAX_NAME_BYTES, MonitorEvent, MonitorEventKind};
+pub use event::{MAX_NAME_BYTES, MonitorEvent, MonitorEventKind, Spend};
 pub use task::{MAX_DIGESTS, MAX_STEP_CALLS, MAX_TASK_ERRORS, MAX_TRACKED_TOOLS};
 pub use verdict::{Rule, Verdict, VerdictAction};
 
@@ -269,7 +270,27 @@ impl Monitor {
                 updates: &mut updates,
                 options,
             });
-            self.observe_locked(&mut inner, event, now, m)?
+            let verdict = self.observe_locked(&mut inner, &event.task_id, &event.kind, now, m)?;
+            // An assistant event with its spend: the usage event it carries comes next, and
+            // the more severe of the two verdicts is the answer (a halt, else the first warning).
+            match &event.kind {
+                MonitorEventKind::Assistant {
+                    spend: Some(spend), ..
+                } => {
+                    let m = options.map(|options| MetricsOut {
+                        updates: &mut updates,
+                        options,
+                    });
+                    let usage = spend.as_usage();
+                    let then = self.observe_locked(&mut inner, &event.task_id, &usage, now, m)?;
+                    if then.action as u8 > verdict.action as u8 {
+                        then
+                    } else {
+                        verdict
+                    }
+                }
+                _ => verdict,
+            }
         };
         self.listeners.deliver();
         self.record(&updates);
@@ -279,19 +300,19 @@ impl Monitor {
     fn observe_locked(
         &self,
         inner: &mut Inner,
-        event: &MonitorEvent<'_>,
+        task_id: &Option<Cow<'_, str>>,
+        kind: &MonitorEventKind<'_>,
         now: u64,
         mut m: Option<MetricsOut<'_>>,
     ) -> Result<Verdict> {
         let c = &self.config;
-        let kind = &event.kind;
         if let MonitorEventKind::Unknown = kind {
             inner.ignored_events = inner.ignored_events.saturating_add(1);
             return Ok(Verdict::proceed(None, 0));
         }
         if let MonitorEventKind::Heartbeat(phase @ (Phase::Done | Phase::Error)) = kind {
             inner.last_event_at = Some(now);
-            let id = event.task_id.as_deref().unwrap_or(SESSION_TASK);
+            let id = task_id.as_deref().unwrap_or(SESSION_TASK);
             if let Some(m) = &mut m
                 && let Some(task) = inner.index(id).map(|i| &inner.tasks[i])
                 && task.halt.is_none()
@@ -307,7 +328,7 @@ impl Monitor {
             inner.close(id);
             return Ok(Verdict::proceed(Some(id.to_string()), 0));
         }
-        let id: String = match event.task_id.as_deref() {
+        let id: String = match task_id.as_deref() {
             Some(id) => id.to_string(),
             None => inner
                 .stack
@@ -348,7 +369,7 @@ impl Monitor {
         };
         let mut out = Outcome::default();
         match kind {
-            MonitorEventKind::Assistant { text } => task.assistant(text, c, now, &mut out),
+            MonitorEventKind::Assistant { text, .. } => task.assistant(text, c, now, &mut out),
             MonitorEventKind::ToolUse { name, input, id } => {
                 if let Some(m) = &mut m {
                     m.updates

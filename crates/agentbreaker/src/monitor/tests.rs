@@ -724,3 +724,46 @@ fn counts_in_results_are_kept_so_a_moving_poll_is_no_repeat() {
     }
     assert_eq!(slug(last.as_ref().unwrap()), Some("repeated_step"));
 }
+
+#[test]
+fn an_assistant_event_with_spend_answers_the_more_severe_verdict() {
+    // The assistant's own part halts (an output loop); the spend it carries would only have
+    // warned (80% of 10 cents): the answer is the halt, and a halted task counts nothing more.
+    let (m, _) = monitor(seed(json!({
+        "warnBefore": 0,
+        "stagnation": {"noProgressThreshold": 1000, "sameErrorThreshold": 1000},
+        "budget": {"loopWindow": 3, "maxTokenSpendCentsPerTask": 10}
+    })));
+    for text in ["same answer", "same answer", "same answer"] {
+        let v = obs(
+            &m,
+            json!({"type": "assistant", "text": text, "costCents": 1}),
+        );
+        assert_eq!(v.action, VerdictAction::Continue, "{v:?}");
+    }
+    let v = obs(
+        &m,
+        json!({"type": "assistant", "text": "other", "costCents": 6}),
+    );
+    assert_eq!(
+        (v.action, slug(&v)),
+        (VerdictAction::Halt, Some("output_loop"))
+    );
+    let status = m.status();
+    assert_eq!(status["tasks"][0]["spendCents"], json!(3.0), "{status}");
+
+    // The other way round: the assistant part continues, the spend warns: the warning.
+    let (m, _) = monitor(seed(json!({
+        "stagnation": {"noProgressThreshold": 1000, "sameErrorThreshold": 1000},
+        "budget": {"loopWindow": 1000, "maxTokenSpendCentsPerTask": 10}
+    })));
+    let v = obs(
+        &m,
+        json!({"type": "assistant", "text": "a", "costCents": 9}),
+    );
+    assert_eq!(
+        (v.action, slug(&v)),
+        (VerdictAction::Warn, Some("token_spend_limit"))
+    );
+    assert_eq!(v.step, 1);
+}
