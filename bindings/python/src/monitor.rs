@@ -2,15 +2,13 @@
 //! event answered with a verdict dict. Every call that may wait for a store (construction,
 //! `observe` and `tick` with a store) releases the GIL; `observe` without a store keeps it.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use agentbreaker::VerdictAction::{self, Continue, Halt, Warn};
-use agentbreaker::budget::Usage;
 use agentbreaker::interop::{ArgKind, catch};
 use agentbreaker::metrics::{Options, Recorder, Update};
-use agentbreaker::monitor::Spend;
-use agentbreaker::{MonitorEvent, MonitorEventKind, Rule, Verdict};
+use agentbreaker::monitor::{EventFields, EventKey, Field};
+use agentbreaker::{MonitorEvent, Rule, Verdict};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -35,12 +33,11 @@ static TEMPLATE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 /// a template dict then only replaces the values that are not `None` (a continue verdict's step
 /// and task), where seven inserts into a new dict would grow its table once (issue 17).
 ///
-/// `task`: the event's `taskId` as given, with its text: the verdict of that task reuses the
-/// caller's `str` instead of making a new one.
+/// `task`: the verdict's `taskId` as the caller's `str`, when it is the event's (else a new one).
 fn verdict_to_py<'py>(
     py: Python<'py>,
     v: &Verdict,
-    task: Option<(&Bound<'py, PyString>, &str)>,
+    task: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let names = NAMES.get_or_init(py, || {
         let actions = [Continue, Warn, Halt]
@@ -81,114 +78,70 @@ fn verdict_to_py<'py>(
     if v.step != 0 {
         dict.set_item(intern!(py, "step"), v.step)?;
     }
-    match (&v.task_id, task) {
-        (Some(id), Some((given, text))) if id == text => {
-            dict.set_item(intern!(py, "taskId"), given)?;
-        }
-        (Some(id), _) => dict.set_item(intern!(py, "taskId"), id)?,
-        (None, _) => {}
+    match (task, &v.task_id) {
+        (Some(given), _) => dict.set_item(intern!(py, "taskId"), given)?,
+        (None, Some(id)) => dict.set_item(intern!(py, "taskId"), id)?,
+        (None, None) => {}
     }
     Ok(dict.into_any())
 }
 
-/// An event read straight from a dict of the shapes the framework adapters send (`assistant`,
-/// `tool_use`, `tool_result`, `usage` with token counts: every key one the core reads, every value
-/// of the type it expects), for `Monitor::observe_event`, which validates it as a JSON event
-/// would be. `None` for anything else (another type, an unknown key, a `None`, a wrong type):
-/// the general path reads that (`to_json`, `MonitorEvent::from_json`) and gives the same result
-/// or the same error as every other binding. Kept because issue 17's goal (at most 20 us per
-/// tool call in a framework's loop) needs it: going through a JSON value (a string key and a
-/// tree node per field, all freed again) was about half of `observe`'s instructions (callgrind,
-/// LangChain's loop: 6.7M of 15.0M).
-fn typed_event<'py>(
-    event: &Bound<'py, PyAny>,
-) -> Option<(MonitorEvent<'static>, Option<Bound<'py, PyString>>)> {
-    let py = event.py();
-    let dict = event.cast::<PyDict>().ok()?;
-    let mut used = 0;
-    let mut get = |key: &Bound<'py, PyString>| {
-        let value = dict.get_item(key).ok().flatten();
-        used += usize::from(value.is_some());
-        value
-    };
-    fn text(value: &Bound<'_, PyAny>) -> Option<String> {
-        Some(value.cast::<PyString>().ok()?.to_cow().ok()?.into_owned())
-    }
-    fn text_opt(value: Option<Bound<'_, PyAny>>) -> Option<Option<Cow<'static, str>>> {
-        match value {
-            None => Some(None),
-            Some(v) => text(&v).map(|t| Some(Cow::Owned(t))),
+/// The event keys as Python strings, made once (`EventKey as usize` indexes them).
+static KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+
+/// An event dict read field by field (`MonitorEvent::read_fields`: the core reads the common
+/// shapes from it, anything else goes through `to_json`). Kept because issue 17's goal (at most
+/// 20 us per tool call in a framework's loop) needs it: going through a JSON value (a string key
+/// and a tree node per field, all freed again) was about half of `observe`'s instructions
+/// (callgrind, LangChain's loop: 15.0M of them in 10 runs, 9.0M without; about 3 us per tool
+/// call).
+struct DictFields<'a, 'py>(&'a Bound<'py, PyDict>);
+
+impl<'py> DictFields<'_, 'py> {
+    fn get<T>(&self, key: EventKey, read: impl FnOnce(Bound<'py, PyAny>) -> Option<T>) -> Field<T> {
+        let py = self.0.py();
+        let keys = KEYS.get_or_init(py, || {
+            let keys = EventKey::ALL.map(|k| PyString::intern(py, k.name()).unbind());
+            keys.into_iter().collect()
+        });
+        match self.0.get_item(keys[key as usize].bind(py)) {
+            Ok(Some(value)) => read(value).map_or(Field::Other, Field::Is),
+            Ok(None) => Field::Absent,
+            Err(_) => Field::Other,
         }
     }
-    let kind = text(&get(intern!(py, "type"))?)?;
-    let task = match get(intern!(py, "taskId")) {
-        None => None,
-        Some(v) => Some(v.cast_into::<PyString>().ok()?),
-    };
-    let task_id = match &task {
-        None => None,
-        Some(t) => Some(Cow::Owned(t.to_cow().ok()?.into_owned())),
-    };
-    // A usage event's fields (`usage` with token counts, `model`); `None` without `usage`.
-    let spend = |get: &mut dyn FnMut(&Bound<'py, PyString>) -> Option<Bound<'py, PyAny>>| {
-        let Some(counts) = get(intern!(py, "usage")) else {
-            return Some(None);
+}
+
+fn text(value: &Bound<'_, PyAny>) -> Option<String> {
+    Some(value.cast::<PyString>().ok()?.to_cow().ok()?.into_owned())
+}
+
+impl EventFields for DictFields<'_, '_> {
+    fn keys(&self) -> usize {
+        self.0.len()
+    }
+    fn text(&mut self, key: EventKey) -> Field<String> {
+        self.get(key, |v| text(&v))
+    }
+    fn flag(&mut self, key: EventKey) -> Field<bool> {
+        self.get(key, |v| Some(v.cast::<PyBool>().ok()?.is_true()))
+    }
+    fn json(&mut self, key: EventKey) -> Field<serde_json::Value> {
+        self.get(key, |v| to_json(&v, "event", ArgKind::Event).ok())
+    }
+    fn counts(&mut self, key: EventKey) -> Field<Vec<(String, u64)>> {
+        let count = |n: &Bound<'_, PyAny>| match n.is_instance_of::<PyBool>() {
+            true => None,
+            false => n.cast::<PyInt>().ok()?.extract::<u64>().ok(),
         };
-        let counts = counts.cast_into::<PyDict>().ok()?;
-        let mut usage = Usage::default();
-        for (key, count) in counts.iter() {
-            if count.is_instance_of::<PyBool>() || !count.is_instance_of::<PyInt>() {
-                return None;
-            }
-            let count = count.extract::<u64>().ok()?;
-            match text(&key)?.as_str() {
-                "input_tokens" => usage.input_tokens = count,
-                "output_tokens" => usage.output_tokens = count,
-                "cache_read_input_tokens" => usage.cache_read_input_tokens = count,
-                "cache_creation_input_tokens" => usage.cache_creation_input_tokens = count,
-                _ => return None,
-            }
-        }
-        let model = text_opt(get(intern!(py, "model")))?;
-        Some(Some(Spend {
-            model,
-            usage,
-            cost_cents: None,
-        }))
-    };
-    let kind = match kind.as_str() {
-        "assistant" => MonitorEventKind::Assistant {
-            text: Cow::Owned(text(&get(intern!(py, "text"))?)?),
-            spend: spend(&mut get)?,
-        },
-        "tool_use" => MonitorEventKind::ToolUse {
-            name: Cow::Owned(text(&get(intern!(py, "name"))?)?),
-            input: Cow::Owned(match get(intern!(py, "input")) {
-                None => serde_json::Value::Null,
-                Some(input) => to_json(&input, "event.input", ArgKind::Event).ok()?,
-            }),
-            id: text_opt(get(intern!(py, "id")))?,
-        },
-        "tool_result" => MonitorEventKind::ToolResult {
-            ok: get(intern!(py, "ok"))?.cast::<PyBool>().ok()?.is_true(),
-            text: text_opt(get(intern!(py, "text")))?.unwrap_or_default(),
-            id: text_opt(get(intern!(py, "id")))?,
-            name: text_opt(get(intern!(py, "name")))?,
-        },
-        "usage" => {
-            let Spend { model, usage, .. } = spend(&mut get)??;
-            MonitorEventKind::Usage {
-                model,
-                usage,
-                cost_cents: None,
-            }
-        }
-        _ => return None,
-    };
-    if used != dict.len() {
-        return None;
+        self.get(key, |v| {
+            let pairs = v.cast_into::<PyDict>().ok()?;
+            pairs
+                .iter()
+                .map(|(k, n)| Some((text(&k)?, count(&n)?)))
+                .collect()
+        })
     }
-    Some((MonitorEvent { task_id, kind }, task))
 }
 
 event_source_class! {
@@ -209,14 +162,19 @@ event_source_class! {
                 // thread waiting for it (a framework's executor) and waits to get it back, which
                 // inside LangChain's loop cost more than the event itself (issue 17).
                 let local = self.inner.config().store.is_none();
-                if let Some((typed, task)) = event.and_then(typed_event) {
+                let dict = event.and_then(|e| e.cast::<PyDict>().ok());
+                let typed = dict.and_then(|d| MonitorEvent::read_fields(&mut DictFields(d)));
+                if let (Some(typed), Some(dict)) = (typed, dict) {
                     let verdict = if local {
                         catch(|| self.inner.observe_event(&typed)).or_raise(py)?
                     } else {
                         detached_result(py, || self.inner.observe_event(&typed))?
                     };
-                    let task = task.as_ref().zip(typed.task_id.as_deref());
-                    return verdict_to_py(py, &verdict, task);
+                    let given = match DictFields(dict).get(EventKey::TaskId, Some) {
+                        Field::Is(t) if typed.task_id == verdict.task_id.as_deref().map(Into::into) => Some(t),
+                        _ => None,
+                    };
+                    return verdict_to_py(py, &verdict, given);
                 }
                 let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
                 let verdict = if local {

@@ -144,6 +144,164 @@ impl<'a> Spend<'a> {
     }
 }
 
+/// A field of a host's event object, as [`EventFields`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Field<T> {
+    /// The key is not there.
+    Absent,
+    /// The value, of the type asked for.
+    Is(T),
+    /// Anything else (`null`, another type, a number out of range): the event is then read as
+    /// JSON, which accepts or refuses it.
+    Other,
+}
+
+/// The keys [`MonitorEvent::read_fields`] asks an [`EventFields`] for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKey {
+    /// `type`.
+    Type,
+    /// `taskId`.
+    TaskId,
+    /// `text`.
+    Text,
+    /// `name`.
+    Name,
+    /// `input`.
+    Input,
+    /// `id`.
+    Id,
+    /// `ok`.
+    Ok,
+    /// `usage`.
+    Usage,
+    /// `model`.
+    Model,
+}
+
+impl EventKey {
+    /// Every key, in the order of their numbers (`key as usize`).
+    pub const ALL: [EventKey; 9] = [
+        EventKey::Type,
+        EventKey::TaskId,
+        EventKey::Text,
+        EventKey::Name,
+        EventKey::Input,
+        EventKey::Id,
+        EventKey::Ok,
+        EventKey::Usage,
+        EventKey::Model,
+    ];
+
+    /// The key's name in an event.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKey::Type => "type",
+            EventKey::TaskId => "taskId",
+            EventKey::Text => "text",
+            EventKey::Name => "name",
+            EventKey::Input => "input",
+            EventKey::Id => "id",
+            EventKey::Ok => "ok",
+            EventKey::Usage => "usage",
+            EventKey::Model => "model",
+        }
+    }
+}
+
+/// A host's event object (a dict, a table) read field by field, so that a binding can hand over
+/// an event of the common shapes without building a JSON value first
+/// ([`MonitorEvent::read_fields`]).
+pub trait EventFields {
+    /// How many keys the object has.
+    fn keys(&self) -> usize;
+    /// `key` as a string.
+    fn text(&mut self, key: EventKey) -> Field<String>;
+    /// `key` as a boolean.
+    fn flag(&mut self, key: EventKey) -> Field<bool>;
+    /// `key` as any JSON value.
+    fn json(&mut self, key: EventKey) -> Field<Value>;
+    /// `key` as an object of whole numbers from 0 to `u64::MAX`, its pairs.
+    fn counts(&mut self, key: EventKey) -> Field<Vec<(String, u64)>>;
+}
+
+/// `Some(None)` for an absent field, `Some(Some(v))` for a value (counted in `used`), `None`
+/// for anything else.
+fn optional<T>(field: Field<T>, used: &mut usize) -> Option<Option<T>> {
+    match field {
+        Field::Absent => Some(None),
+        Field::Is(v) => {
+            *used += 1;
+            Some(Some(v))
+        }
+        Field::Other => None,
+    }
+}
+
+/// A usage event's token counts and `model` (`Some(None)` without `usage`).
+fn read_spend(f: &mut dyn EventFields, used: &mut usize) -> Option<Option<Spend<'static>>> {
+    let Some(counts) = optional(f.counts(EventKey::Usage), used)? else {
+        return Some(None);
+    };
+    let mut usage = Usage::default();
+    for (name, n) in counts {
+        match name.as_str() {
+            "input_tokens" => usage.input_tokens = n,
+            "output_tokens" => usage.output_tokens = n,
+            "cache_read_input_tokens" => usage.cache_read_input_tokens = n,
+            "cache_creation_input_tokens" => usage.cache_creation_input_tokens = n,
+            _ => return None,
+        }
+    }
+    let model = optional(f.text(EventKey::Model), used)?.map(Cow::Owned);
+    Some(Some(Spend {
+        model,
+        usage,
+        cost_cents: None,
+    }))
+}
+
+impl MonitorEvent<'static> {
+    /// An event of the shapes the framework adapters send (`assistant`, with its spend or
+    /// without, `tool_use`, `tool_result`, `usage` with token counts) read from a host's object,
+    /// every key one the Monitor reads and every value of its type. `None` for anything else,
+    /// which the host converts to JSON for [`MonitorEvent::from_json`]: either way gives the same
+    /// event, or the same error. Give it to `Monitor::observe_event`, which validates it.
+    pub fn read_fields(f: &mut dyn EventFields) -> Option<Self> {
+        let used = &mut 0;
+        let own = |t: Option<String>| t.map(Cow::Owned);
+        let kind = optional(f.text(EventKey::Type), used)??;
+        let task_id = own(optional(f.text(EventKey::TaskId), used)?);
+        let kind = match kind.as_str() {
+            "assistant" => MonitorEventKind::Assistant {
+                text: Cow::Owned(optional(f.text(EventKey::Text), used)??),
+                spend: read_spend(f, used)?,
+            },
+            "tool_use" => MonitorEventKind::ToolUse {
+                name: Cow::Owned(optional(f.text(EventKey::Name), used)??),
+                input: Cow::Owned(optional(f.json(EventKey::Input), used)?.unwrap_or(Value::Null)),
+                id: own(optional(f.text(EventKey::Id), used)?),
+            },
+            "tool_result" => MonitorEventKind::ToolResult {
+                ok: optional(f.flag(EventKey::Ok), used)??,
+                text: Cow::Owned(optional(f.text(EventKey::Text), used)?.unwrap_or_default()),
+                id: own(optional(f.text(EventKey::Id), used)?),
+                name: own(optional(f.text(EventKey::Name), used)?),
+            },
+            "usage" => {
+                let Spend { model, usage, .. } = read_spend(f, used)??;
+                MonitorEventKind::Usage {
+                    model,
+                    usage,
+                    cost_cents: None,
+                }
+            }
+            _ => return None,
+        };
+        (*used == f.keys()).then_some(MonitorEvent { task_id, kind })
+    }
+}
+
 impl<'a> MonitorEvent<'a> {
     /// Validates a JSON event; anything malformed is `INVALID_EVENT`. Keys the Monitor does not
     /// read are allowed (frameworks add their own).
@@ -502,6 +660,77 @@ mod tests {
                 "INVALID_EVENT",
                 "{bad}"
             );
+        }
+    }
+
+    /// A JSON object read field by field, as a binding reads a host's object.
+    struct JsonFields<'a>(&'a Map<String, Value>);
+
+    impl JsonFields<'_> {
+        fn get<T>(&self, key: EventKey, read: impl FnOnce(&Value) -> Option<T>) -> Field<T> {
+            match self.0.get(key.name()) {
+                None => Field::Absent,
+                Some(v) => read(v).map_or(Field::Other, Field::Is),
+            }
+        }
+    }
+
+    impl EventFields for JsonFields<'_> {
+        fn keys(&self) -> usize {
+            self.0.len()
+        }
+        fn text(&mut self, key: EventKey) -> Field<String> {
+            self.get(key, |v| v.as_str().map(str::to_string))
+        }
+        fn flag(&mut self, key: EventKey) -> Field<bool> {
+            self.get(key, Value::as_bool)
+        }
+        fn json(&mut self, key: EventKey) -> Field<Value> {
+            self.get(key, |v| Some(v.clone()))
+        }
+        fn counts(&mut self, key: EventKey) -> Field<Vec<(String, u64)>> {
+            self.get(key, |v| {
+                let pairs = v.as_object()?.iter();
+                pairs.map(|(k, n)| Some((k.clone(), n.as_u64()?))).collect()
+            })
+        }
+    }
+
+    #[test]
+    fn events_read_field_by_field_are_the_json_ones_or_none() {
+        let read = [
+            json!({"type": "assistant", "text": "hi", "taskId": "t"}),
+            json!({"type": "assistant", "text": "", "model": "m", "usage": {"input_tokens": 3,
+                   "output_tokens": 4, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 6}}),
+            json!({"type": "tool_use", "name": "Bash", "input": {"command": ["ls", 1, null]}, "id": "c1"}),
+            json!({"type": "tool_use", "name": "Read"}),
+            json!({"type": "tool_result", "ok": false, "text": "boom", "id": "c1", "name": "Bash"}),
+            json!({"type": "tool_result", "ok": true}),
+            json!({"type": "usage", "usage": {"output_tokens": 7}, "taskId": "t"}),
+        ];
+        for event in read {
+            let typed = MonitorEvent::read_fields(&mut JsonFields(event.as_object().unwrap()));
+            let json = MonitorEvent::from_json(&event).unwrap().into_owned();
+            assert_eq!(typed, Some(json), "{event}");
+        }
+        // Anything else is left to the JSON path (which accepts or refuses it).
+        let left = [
+            json!({"type": "assistant", "text": "hi", "extra": 1}),
+            json!({"type": "assistant", "text": "hi", "model": "m"}),
+            json!({"type": "assistant", "text": "hi", "costCents": 1}),
+            json!({"type": "assistant", "text": null}),
+            json!({"type": "assistant"}),
+            json!({"type": "tool_use", "name": "Bash", "id": null}),
+            json!({"type": "tool_result", "ok": 1}),
+            json!({"type": "usage", "usage": {"input_tokens": -1}}),
+            json!({"type": "usage", "usage": {"tokens": 1}}),
+            json!({"type": "usage", "costCents": 2}),
+            json!({"type": "progress", "files": 1}),
+            json!({"type": 3}),
+        ];
+        for event in left {
+            let typed = MonitorEvent::read_fields(&mut JsonFields(event.as_object().unwrap()));
+            assert_eq!(typed, None, "{event}");
         }
     }
 }

@@ -59,7 +59,9 @@ use crate::metrics::{self, Recorder, TaskOutcome, Update};
 use crate::persist;
 
 pub use config::{DEFAULT_PROFILE, MAX_TOOL_LIMITS, MonitorConfig};
-pub use event::{MAX_NAME_BYTES, MonitorEvent, MonitorEventKind, Spend};
+pub use event::{
+    EventFields, EventKey, Field, MAX_NAME_BYTES, MonitorEvent, MonitorEventKind, Spend,
+};
 pub use task::{MAX_DIGESTS, MAX_STEP_CALLS, MAX_TASK_ERRORS, MAX_TRACKED_TOOLS};
 pub use verdict::{Rule, Verdict, VerdictAction};
 
