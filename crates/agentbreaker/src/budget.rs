@@ -180,6 +180,38 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// The names of the four counts in an event's `usage` object, in the order they are read.
+    pub const KEYS: [&'static str; 4] = [
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    ];
+
+    /// The count named `key` (one of [`Usage::KEYS`]; `None` for any other name).
+    pub fn count_mut(&mut self, key: &str) -> Option<&mut u64> {
+        match key {
+            "input_tokens" => Some(&mut self.input_tokens),
+            "output_tokens" => Some(&mut self.output_tokens),
+            "cache_creation_input_tokens" => Some(&mut self.cache_creation_input_tokens),
+            "cache_read_input_tokens" => Some(&mut self.cache_read_input_tokens),
+            _ => None,
+        }
+    }
+
+    /// The four counts of a `usage` object (absent ones 0). Providers add keys of their own
+    /// (service_tier, cache_creation, ...): only the four counts are read, and only their types
+    /// matter.
+    pub(crate) fn read(f: &Fields<'_>) -> Result<Self> {
+        let mut usage = Usage::default();
+        for key in Usage::KEYS {
+            if let Some(count) = usage.count_mut(key) {
+                *count = f.u64_or(key, 0)?;
+            }
+        }
+        Ok(usage)
+    }
+
     /// Cost in cents at `price`.
     pub fn cost_cents(&self, price: &Price) -> f64 {
         (self.input_tokens as f64 * price.input
@@ -365,17 +397,10 @@ impl AgentEvent {
                 let Some(usage) = field("usage") else {
                     return Err(Error::event("a usage event needs a \"usage\" object"));
                 };
-                // Providers add keys of their own (service_tier, cache_creation, ...): only the
-                // four counts are read, and only their types matter.
                 let f = Fields::open(usage, "usage", Error::InvalidEvent)?;
                 EventKind::Usage {
                     model,
-                    usage: Usage {
-                        input_tokens: f.u64_or("input_tokens", 0)?,
-                        output_tokens: f.u64_or("output_tokens", 0)?,
-                        cache_creation_input_tokens: f.u64_or("cache_creation_input_tokens", 0)?,
-                        cache_read_input_tokens: f.u64_or("cache_read_input_tokens", 0)?,
-                    },
+                    usage: Usage::read(&f)?,
                 }
             }
             other => EventKind::Unknown(other.to_string()),

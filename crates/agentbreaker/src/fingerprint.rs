@@ -213,19 +213,14 @@ impl NormalizedHasher {
         while i < bytes.len() {
             let class = CLASS[bytes[i] as usize];
             if class & 8 != 0 {
-                // A whitespace run: one space before whatever comes next, if anything came before.
                 i += 1;
                 while i < bytes.len() && CLASS[bytes[i] as usize] & 8 != 0 {
                     i += 1;
                 }
-                self.pending_space = !self.out.is_empty();
-                self.last = 0;
+                self.space_run();
                 continue;
             }
-            if self.pending_space {
-                self.out.push(b' ');
-                self.pending_space = false;
-            }
+            self.flush_space();
             // The run of bytes written as they are, from i (which follows a word's end, if any).
             let start = i;
             let mut k = i;
@@ -295,6 +290,22 @@ impl NormalizedHasher {
         }
     }
 
+    /// A whitespace run: one space before whatever comes next, if anything came before.
+    #[inline]
+    fn space_run(&mut self) {
+        self.pending_space = !self.out.is_empty();
+        self.last = 0;
+    }
+
+    /// The space of a whitespace run, written before what follows it.
+    #[inline]
+    fn flush_space(&mut self) {
+        if self.pending_space {
+            self.out.push(b' ');
+            self.pending_space = false;
+        }
+    }
+
     /// The byte-at-a-time form of [`Self::write_str`], which the tests check it against.
     #[cfg(test)]
     fn write_str_bytewise(&mut self, text: &str) {
@@ -311,10 +322,7 @@ impl NormalizedHasher {
                 let start = i;
                 let (end, any, all) = scan_word(bytes, start);
                 i = end;
-                if self.pending_space {
-                    self.out.push(b' ');
-                    self.pending_space = false;
-                }
+                self.flush_space();
                 if i == bytes.len() {
                     self.word.extend_from_slice(&bytes[start..]);
                     self.before_word = self.last;
@@ -325,14 +333,10 @@ impl NormalizedHasher {
             }
             i += 1;
             if class & 8 != 0 {
-                self.pending_space = !self.out.is_empty();
-                self.last = 0;
+                self.space_run();
                 continue;
             }
-            if self.pending_space {
-                self.out.push(b' ');
-                self.pending_space = false;
-            }
+            self.flush_space();
             self.out.push(b);
             self.last = b;
         }

@@ -126,15 +126,7 @@ impl<'a> Spend<'a> {
                     "a {what} event needs a \"usage\" object or \"costCents\""
                 )));
             }
-            Some(u) => {
-                let u = Fields::open(u, "usage", Error::InvalidEvent)?;
-                Usage {
-                    input_tokens: u.u64_or("input_tokens", 0)?,
-                    output_tokens: u.u64_or("output_tokens", 0)?,
-                    cache_creation_input_tokens: u.u64_or("cache_creation_input_tokens", 0)?,
-                    cache_read_input_tokens: u.u64_or("cache_read_input_tokens", 0)?,
-                }
-            }
+            Some(u) => Usage::read(&Fields::open(u, "usage", Error::InvalidEvent)?)?,
         };
         Ok(Spend {
             model: f.str_opt("model")?.map(Cow::Borrowed),
@@ -245,13 +237,7 @@ fn read_spend(f: &mut dyn EventFields, used: &mut usize) -> Option<Option<Spend<
     };
     let mut usage = Usage::default();
     for (name, n) in counts {
-        match name.as_str() {
-            "input_tokens" => usage.input_tokens = n,
-            "output_tokens" => usage.output_tokens = n,
-            "cache_read_input_tokens" => usage.cache_read_input_tokens = n,
-            "cache_creation_input_tokens" => usage.cache_creation_input_tokens = n,
-            _ => return None,
-        }
+        *usage.count_mut(&name)? = n;
     }
     let model = optional(f.text(EventKey::Model), used)?.map(Cow::Owned);
     Some(Some(Spend {

@@ -285,7 +285,7 @@ impl Monitor {
                     });
                     let usage = spend.as_usage();
                     let then = self.observe_locked(&mut inner, &event.task_id, &usage, now, m)?;
-                    if then.action as u8 > verdict.action as u8 {
+                    if then.action > verdict.action {
                         then
                     } else {
                         verdict

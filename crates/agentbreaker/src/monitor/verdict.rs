@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::budget::HaltReason;
 use crate::text::{format_decimal, truncate};
 
-/// What to do after an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// What to do after an event, ordered by severity (`Continue < Warn < Halt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictAction {
     /// Nothing to say.
