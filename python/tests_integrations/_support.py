@@ -60,3 +60,15 @@ def failure_spotter() -> "tuple[Monitor, Verdicts]":
 
 def assert_one_failed_step(verdicts: Verdicts) -> None:
     assert [(v["action"], v["reason"]) for v in verdicts.seen] == [("warn", "fail_streak")], verdicts.seen
+
+
+class Recording:
+    """A Monitor (in place of an adapter's own: ``adapter._watcher.monitor``) that also writes down the type of every event it is given."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.monitor = monitor
+        self.seen: List[str] = []
+
+    def observe(self, event: Dict[str, Any]) -> Any:
+        self.seen.append(event["type"])
+        return self.monitor.observe(event)

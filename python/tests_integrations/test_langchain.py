@@ -19,7 +19,7 @@ from agentbreaker.integrations.langchain import (
     AgentBreakerCallbackHandler,
     AgentBreakerMiddleware,
 )
-from _support import REPEAT_THRESHOLD, Verdicts, assert_one_failed_step, assert_stuck_run_verdicts, failure_spotter
+from _support import REPEAT_THRESHOLD, Recording, Verdicts, assert_one_failed_step, assert_stuck_run_verdicts, failure_spotter
 
 USAGE = {"input_tokens": 120, "output_tokens": 12, "total_tokens": 132}
 # Enough for a 1-cent cap at the Sonnet 4 list rate the Monitor's price table uses by default.
@@ -209,6 +209,30 @@ def test_usage_reaches_the_monitors_budget() -> None:
     results = tool_messages(out)
     assert len(results) == 1 and results[0].status == "error"
     assert results[0].content.startswith("[agentbreaker] Not run")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_model_calls_event_comes_before_its_tool_calls(mode: str) -> None:
+    """The Monitor sees each model call, then its calls and their results (three at once here,
+    run on threads or tasks), then the run's end."""
+    three = AIMessage(
+        content="Three reads.",
+        tool_calls=[{"name": "read_file", "args": {"path": f"app/{n}.py"}, "id": f"call_{n}", "type": "tool_call"} for n in range(3)],
+        usage_metadata=USAGE,
+    )
+    model = ScriptedChatModel(messages=script([three, call("search", {"query": "x"}, 3)], "done"))
+    middleware = AgentBreakerMiddleware()
+    recording = Recording(middleware.monitor)
+    middleware._watcher.monitor = recording  # type: ignore[assignment]
+    agent = create_agent(model, [read_file, search], middleware=[middleware])
+    go: Any = {"messages": [HumanMessage("go")]}
+    out = agent.invoke(go) if mode == "invoke" else asyncio.run(agent.ainvoke(go))
+    assert out["messages"][-1].content == "done"
+    seen = recording.seen
+    assert seen[0] == "assistant" and sorted(seen[1:7]) == ["tool_result"] * 3 + ["tool_use"] * 3
+    assert seen[7:] == ["assistant", "tool_use", "tool_result", "assistant", "heartbeat"]
+    uses = [n for n, kind in enumerate(seen[1:7]) if kind == "tool_use"]
+    assert uses[0] == 0  # a result never comes before a call
 
 
 def test_slow_tool(monitor: Monitor, verdicts: Verdicts) -> None:

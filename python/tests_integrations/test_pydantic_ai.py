@@ -209,6 +209,23 @@ def test_usage_reaches_the_monitors_budget() -> None:
     assert tool_returns(raised.value.all_messages()) == []  # cancelled before its tool ran
 
 
+def test_a_halt_on_a_model_call_whose_tool_call_is_refused() -> None:
+    """The model's call has arguments the tool refuses: the halt its spend brings cancels the run
+    before the model is asked again."""
+    monitor = Monitor(budget={"maxTokenSpendCentsPerTask": 1})
+    breaker = AgentBreakerCapability(monitor)
+    asked = itertools.count()
+
+    def model(messages: List[ModelMessage], info: AgentInfo) -> ModelResponse:
+        n = next(asked)
+        return ModelResponse(parts=[ToolCallPart("search", {"wrong": n}, tool_call_id=f"c{n}")], usage=BIG_USAGE)
+
+    with pytest.raises(RunCancelled) as raised:
+        make_agent(model, [breaker]).run_sync("go")
+    assert breaker.verdict(raised.value.run_id)["reason"] == "token_spend_limit"  # type: ignore[index]
+    assert next(asked) == 1  # asked once
+
+
 @pytest.mark.parametrize("name", ["slow", "blocking"])
 def test_slow_tool(monitor: Monitor, verdicts: Verdicts, name: str) -> None:
     steps = [call(name, {"seconds": 0.3}, 0), call("search", {"query": "x"}, 1)]
