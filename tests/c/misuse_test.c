@@ -273,6 +273,10 @@ static void text_that_is_not_json_has_the_arguments_code(void) {
                  AB_ERR_INVALID_CONFIG);
     CHECK_STARTS_WITH(ab_last_error_message(), "INVALID_CONFIG: config_json is not JSON");
     CHECK_STATUS(ab_failure_breaker_new("[1, 2]", NULL, &breaker), AB_ERR_INVALID_CONFIG);
+    /* A message that would hold a NUL byte (an unknown key written with \u0000) keeps the rest. */
+    CHECK_STATUS(ab_failure_breaker_new("{\"fail\\u0000ureTreshold\": 1}", NULL, &breaker),
+                 AB_ERR_INVALID_CONFIG);
+    CHECK_CONTAINS(ab_last_error_message(), "failureTreshold");
     CHECK_STATUS(ab_exit_strategy_new("auto", NULL, &strategy), AB_ERR_INVALID_CONFIG);
     CHECK_STATUS(ab_loop_new("", NULL, &agent_loop), AB_ERR_INVALID_CONFIG);
     CHECK(breaker == NULL && strategy == NULL && agent_loop == NULL);
