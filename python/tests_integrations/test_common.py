@@ -129,3 +129,21 @@ def test_a_held_events_verdict_is_the_runs_once_given() -> None:
     watcher.flush(run)
     assert run.halt is not None and run.halt["reason"] == "token_spend_limit"
     assert watcher.last_verdict == run.halt
+
+
+def test_a_listener_that_feeds_the_run_while_its_held_event_is_given() -> None:
+    """The Monitor's listeners run inside `observe`: one that gives the same run an event while
+    the held one is being given neither waits for itself nor has the held event given twice."""
+    watcher = Watcher(Monitor(budget={"maxTokenSpendCentsPerTask": 1}), "test")
+    recording = Recording(watcher.monitor)
+    run = watcher.run("t")
+    watcher.monitor.add_listener(lambda event: watcher.observe(run, {"type": "alive"}))
+    watcher.monitor = recording  # type: ignore[assignment]
+    spend = {"input_tokens": 500_000, "output_tokens": 1_000}
+    watcher.hold(run, {"type": "assistant", "text": "", "usage": spend})
+    flush = threading.Thread(target=watcher.flush, args=(run,), daemon=True)
+    flush.start()
+    flush.join(10)
+    assert not flush.is_alive()
+    assert recording.seen == ["assistant", "alive"]
+    assert run.halt is not None and run.halt["reason"] == "token_spend_limit"

@@ -185,6 +185,10 @@ def skipped_text(verdict: Verdict) -> str:
     return f"{text}\n{nudge}" if nudge else text
 
 
+# `Run.held` while its event is being given to the Monitor.
+_GIVING: Dict[str, Any] = {}
+
+
 class Run:
     """One run's bookkeeping: its task, its halt, the nudges waiting for the model."""
 
@@ -217,7 +221,9 @@ class Watcher:
         self.observe_errors = 0
         self._runs: Dict[str, Run] = {}  # in the order they opened
         self._lock = threading.Lock()
-        self._held_lock = threading.Lock()
+        # Reentrant: a Monitor listener that feeds the same run while its held event is being
+        # given must not wait for itself.
+        self._held_lock = threading.RLock()
 
     def run(self, task: str) -> Run:
         run = self._runs.get(task)
@@ -254,8 +260,12 @@ class Watcher:
             return
         with self._held_lock:
             event = run.held
-            if event is not None:
+            if event is None or event is _GIVING:  # given, or being given by this very thread
+                return
+            run.held = _GIVING  # other threads wait for the lock, then find None
+            try:
                 self._observe(run, event)
+            finally:
                 run.held = None
 
     def observe(self, run: Run, event: Dict[str, Any]) -> Verdict:
