@@ -15,7 +15,6 @@
 C_TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),$(CURDIR)/target))
 C_PROFILE ?= release
 C_LIB_DIR := $(C_TARGET_DIR)/$(if $(filter dev,$(C_PROFILE)),debug,$(C_PROFILE))
-# The binding's Rust tests use the library's profile, so they reuse its compiled dependencies.
 C_BUILD := $(C_TARGET_DIR)/c
 C_BIN := $(C_BUILD)/bin
 C_STAGE := $(C_BUILD)/stage

@@ -10,9 +10,11 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, ToolException, tool
+from langgraph.checkpoint.memory import InMemorySaver
 
 from agentbreaker import AgentHalted, Monitor
 from agentbreaker.integrations.langchain import (
@@ -233,6 +235,19 @@ def test_a_model_calls_event_comes_before_its_tool_calls(mode: str) -> None:
     assert seen[7:] == ["assistant", "tool_use", "tool_result", "assistant", "heartbeat"]
     uses = [n for n, kind in enumerate(seen[1:7]) if kind == "tool_use"]
     assert uses[0] == 0  # a result never comes before a call
+
+
+def test_a_halt_on_a_model_call_comes_before_the_other_middlewares_tool_hooks() -> None:
+    """Spend over the cap on a model call that asks for a tool: the run ends halted at once, not
+    after a human-in-the-loop middleware listed before the breaker asks to approve the call."""
+    monitor = Monitor(budget={"maxTokenSpendCentsPerTask": 1})
+    model = ScriptedChatModel(messages=script([call("search", {"query": "x"}, 0, usage=BIG_USAGE)], "never"))
+    approval = HumanInTheLoopMiddleware(interrupt_on={"search": True})
+    agent = create_agent(model, [search], middleware=[approval, AgentBreakerMiddleware(monitor)], checkpointer=InMemorySaver())
+    out = agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "1"}})
+    assert "__interrupt__" not in out
+    assert out["agentbreaker_verdict"]["reason"] == "token_spend_limit"
+    assert out["messages"][-1].content.startswith("[agentbreaker] Run halted (")
 
 
 def test_slow_tool(monitor: Monitor, verdicts: Verdicts) -> None:

@@ -185,20 +185,13 @@ def skipped_text(verdict: Verdict) -> str:
     return f"{text}\n{nudge}" if nudge else text
 
 
-# `Run.held` while its event is being given to the Monitor.
-_GIVING: Dict[str, Any] = {}
-
-
 class Run:
     """One run's bookkeeping: its task, its halt, the nudges waiting for the model."""
 
-    __slots__ = ("task", "halt", "latest", "nudges", "dirty", "held")
+    __slots__ = ("task", "halt", "latest", "nudges", "dirty")
 
     def __init__(self, task: str) -> None:
         self.task = task
-        # The assistant event of a model call that asked for tools, not yet given to the Monitor
-        # (`Watcher.hold`).
-        self.held: Optional[Dict[str, Any]] = None
         self.halt: Optional[Verdict] = None
         # The last warn or halt verdict of the run (None while it is healthy).
         self.latest: Optional[Verdict] = None
@@ -221,9 +214,6 @@ class Watcher:
         self.observe_errors = 0
         self._runs: Dict[str, Run] = {}  # in the order they opened
         self._lock = threading.Lock()
-        # Reentrant: a Monitor listener that feeds the same run while its held event is being
-        # given must not wait for itself.
-        self._held_lock = threading.RLock()
 
     def run(self, task: str) -> Run:
         run = self._runs.get(task)
@@ -241,41 +231,9 @@ class Watcher:
             self.close(old)
         return run
 
-    def hold(self, run: Run, event: Dict[str, Any]) -> None:
-        """Keep the ``assistant`` event of a model call that asked for tools until the run's next
-        event (its first tool call's ``tool_use``), then give both to the Monitor one after the
-        other. The Monitor sees the same events in the same order, before any of the calls
-        runs; what changes is the cost. Between two hooks the framework runs enough code to
-        push the Monitor's out of the processor's caches, and a call with cold caches costs about
-        5 µs where one right after another costs under 2 (docs/integrations.md#speed). The
-        adapters call `flush` wherever they read the run's halt."""
-        if run.held is not None:
-            self.flush(run)
-        run.held = event
-
-    def flush(self, run: Run) -> None:
-        """Give the held ``assistant`` event of ``run`` (if any) to the Monitor now. A thread
-        that finds it being given waits until it has been, so no event of the run passes it."""
-        if run.held is None:
-            return
-        with self._held_lock:
-            event = run.held
-            if event is None or event is _GIVING:  # given, or being given by this very thread
-                return
-            run.held = _GIVING  # other threads wait for the lock, then find None
-            try:
-                self._observe(run, event)
-            finally:
-                run.held = None
-
     def observe(self, run: Run, event: Dict[str, Any]) -> Verdict:
-        """Feed one event of ``run`` to the monitor (after its held one, if any) and remember
-        what came of it (a run whose task is ``""`` counts for the Monitor's current task)."""
-        if run.held is not None:
-            self.flush(run)
-        return self._observe(run, event)
-
-    def _observe(self, run: Run, event: Dict[str, Any]) -> Verdict:
+        """Feed one event of ``run`` to the monitor and remember what came of it (a run whose
+        task is ``""`` counts for the Monitor's current task)."""
         if run.task:
             event["taskId"] = run.task
         try:
@@ -330,8 +288,6 @@ class Watcher:
         what the framework returned) and a new run starts from zero."""
         with self._lock:
             run = self._runs.pop(task, None)
-        if run is not None:
-            self.flush(run)
         if run is not None and task:
             done: MonitorEvent = {"type": "heartbeat", "taskId": task, "phase": "done"}
             try:

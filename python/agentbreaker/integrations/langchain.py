@@ -183,7 +183,6 @@ class AgentBreakerMiddleware(AgentMiddleware[AgentBreakerState, Any, Any]):
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: AgentBreakerState, runtime: Runtime[Any]) -> Dict[str, Any] | None:
         run = self._run(state)
-        self._watcher.flush(run)
         if run.halt is not None:
             return self._halt(run, [])
         if run.dirty:
@@ -201,11 +200,7 @@ class AgentBreakerMiddleware(AgentMiddleware[AgentBreakerState, Any, Any]):
         watcher = self._watcher
         content = message.content
         text = content if isinstance(content, str) else str(message.text)
-        event = _with_usage({"type": "assistant", "text": text}, message)
-        if message.tool_calls and run.held is None:  # given with the first call's tool_use
-            watcher.hold(run, event)
-        else:
-            watcher.observe(run, event)
+        watcher.observe(run, _with_usage({"type": "assistant", "text": text}, message))
         if run.halt is not None:
             return self._halt(run, message.tool_calls)
         if run.dirty:
