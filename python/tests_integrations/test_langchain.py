@@ -243,7 +243,8 @@ def test_a_halt_on_a_model_call_comes_before_the_other_middlewares_tool_hooks() 
     monitor = Monitor(budget={"maxTokenSpendCentsPerTask": 1})
     model = ScriptedChatModel(messages=script([call("search", {"query": "x"}, 0, usage=BIG_USAGE)], "never"))
     approval = HumanInTheLoopMiddleware(interrupt_on={"search": True})
-    agent = create_agent(model, [search], middleware=[approval, AgentBreakerMiddleware(monitor)], checkpointer=InMemorySaver())
+    middleware: List[Any] = [approval, AgentBreakerMiddleware(monitor)]
+    agent = create_agent(model, [search], middleware=middleware, checkpointer=InMemorySaver())
     out = agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "1"}})
     assert "__interrupt__" not in out
     assert out["agentbreaker_verdict"]["reason"] == "token_spend_limit"
