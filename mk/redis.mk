@@ -1,4 +1,4 @@
-# Shared state in Redis (issue 19, SPEC 12, docs/distributed.md): a FailureBreaker whose state
+# Shared state in Redis (issue 19, contract §12, docs/distributed.md): a FailureBreaker whose state
 # lives in Redis, tested against a real redis-server (Debian's package, installed when missing).
 #
 #   make test-redis         the store tests (sharing, round trips per call, the server killed,
