@@ -94,17 +94,20 @@ static KEYS: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 /// 20 us per tool call in a framework's loop) needs it: going through a JSON value (a string key
 /// and a tree node per field, all freed again) was about half of `observe`'s instructions
 /// (callgrind, LangChain's loop: 15.0M of them in 10 runs, 9.0M without; about 3 us per tool
-/// call).
-struct DictFields<'a, 'py>(&'a Bound<'py, PyDict>);
+/// call). `task` keeps the `taskId` it read: the verdict of that task reuses the caller's `str`.
+struct DictFields<'a, 'py> {
+    dict: &'a Bound<'py, PyDict>,
+    task: Option<Bound<'py, PyAny>>,
+}
 
 impl<'py> DictFields<'_, 'py> {
     fn get<T>(&self, key: EventKey, read: impl FnOnce(Bound<'py, PyAny>) -> Option<T>) -> Field<T> {
-        let py = self.0.py();
+        let py = self.dict.py();
         let keys = KEYS.get_or_init(py, || {
             let keys = EventKey::ALL.map(|k| PyString::intern(py, k.name()).unbind());
             keys.into_iter().collect()
         });
-        match self.0.get_item(keys[key as usize].bind(py)) {
+        match self.dict.get_item(keys[key as usize].bind(py)) {
             Ok(Some(value)) => read(value).map_or(Field::Other, Field::Is),
             Ok(None) => Field::Absent,
             Err(_) => Field::Other,
@@ -118,10 +121,20 @@ fn text(value: &Bound<'_, PyAny>) -> Option<String> {
 
 impl EventFields for DictFields<'_, '_> {
     fn keys(&self) -> usize {
-        self.0.len()
+        self.dict.len()
     }
     fn text(&mut self, key: EventKey) -> Field<String> {
-        self.get(key, |v| text(&v))
+        match self.get(key, Some) {
+            Field::Is(value) => {
+                let field = text(&value).map_or(Field::Other, Field::Is);
+                if key == EventKey::TaskId {
+                    self.task = Some(value);
+                }
+                field
+            }
+            Field::Absent => Field::Absent,
+            Field::Other => Field::Other,
+        }
     }
     fn flag(&mut self, key: EventKey) -> Field<bool> {
         self.get(key, |v| Some(v.cast::<PyBool>().ok()?.is_true()))
@@ -162,19 +175,18 @@ event_source_class! {
                 // thread waiting for it (a framework's executor) and waits to get it back, which
                 // inside LangChain's loop cost more than the event itself (issue 17).
                 let local = self.inner.config().store.is_none();
-                let dict = event.and_then(|e| e.cast::<PyDict>().ok());
-                let typed = dict.and_then(|d| MonitorEvent::read_fields(&mut DictFields(d)));
-                if let (Some(typed), Some(dict)) = (typed, dict) {
+                let mut fields = event
+                    .and_then(|e| e.cast::<PyDict>().ok())
+                    .map(|dict| DictFields { dict, task: None });
+                let typed = fields.as_mut().and_then(|f| MonitorEvent::read_fields(f));
+                if let (Some(typed), Some(fields)) = (typed, fields) {
                     let verdict = if local {
                         catch(|| self.inner.observe_event(&typed)).or_raise(py)?
                     } else {
                         detached_result(py, || self.inner.observe_event(&typed))?
                     };
-                    let given = match DictFields(dict).get(EventKey::TaskId, Some) {
-                        Field::Is(t) if typed.task_id == verdict.task_id.as_deref().map(Into::into) => Some(t),
-                        _ => None,
-                    };
-                    return verdict_to_py(py, &verdict, given);
+                    let same = typed.task_id == verdict.task_id.as_deref().map(Into::into);
+                    return verdict_to_py(py, &verdict, fields.task.filter(|_| same));
                 }
                 let event = json_or_null(event, "event", ArgKind::Event).or_raise(py)?;
                 let verdict = if local {
