@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Union
 
 import pytest
 
@@ -98,6 +98,12 @@ def server() -> Iterator[RedisServer]:
         yield s
     finally:
         s.close()
+
+
+def linked(o: Union[ab.FailureBreaker, ab.Monitor]) -> bool:
+    """Whether the object's link to the store is up."""
+    status = o.store_status()
+    return status is not None and status["mode"] == "shared"
 
 
 def eventually(check: Callable[[], bool], limit: float = 10.0) -> bool:
@@ -228,8 +234,11 @@ def test_round_trips_release_the_gil(server: RedisServer, clock: ab.ManualClock)
     breaker = ab.FailureBreaker(
         store=server.url(), key="gil", store_timeout_ms=timeout, cooldown_ms=0, clock=clock
     )
-    breaker.record_failure("x")  # a failure pending: the next success is a round trip
     monitor = ab.Monitor(store=server.url(), key="gil", store_timeout_ms=timeout, clock=clock)
+    # Construction waits for the first connection at most the timeout; on a loaded machine the
+    # link can come up later, and a call before it falls back at once instead of waiting.
+    assert eventually(lambda: linked(breaker) and linked(monitor))
+    breaker.record_failure("x")  # a failure pending: the next success is a round trip
     monitor.observe({"type": "alive"})
     server.pause()
     try:
