@@ -285,11 +285,7 @@ def test_the_password_never_appears() -> None:
             shown.append(str(monitor.observe({"type": "tool_use", "name": "x"})))
         shown += [str(breaker.store_status()), str(monitor.status()), str(breaker.get_status())]
         server.start()
-        def shared() -> bool:
-            status = monitor.store_status()
-            return status is not None and status["mode"] == "shared"
-
-        assert eventually(shared)
+        assert eventually(lambda: linked(monitor))
         shown.append(str(monitor.observe({"type": "tool_use", "name": "x"})))
         shown += [str(e) for e in events]
         assert any("unreachable" in str(e) for e in events)
