@@ -213,6 +213,10 @@ class Watcher {
   observe(run, event) {
     if (run.task) event.taskId = run.task
     const verdict = this.monitor.observe(event)
+    // a halted task answers every later event with its halt until the Monitor is reset: any
+    // other answer for a run still open means it was, and the run goes on (a run the adapter
+    // closed keeps its halt: its late events reach a new task)
+    if (run.halt !== null && verdict.action !== 'halt' && this.runs.get(run.task) === run) run.halt = null
     if (verdict.action !== 'continue') this.note(run, verdict)
     return verdict
   }

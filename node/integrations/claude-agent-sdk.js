@@ -142,7 +142,9 @@ class HookCallbacks {
 
   /** A new prompt in a halted session: Claude and you are told its calls will be denied. */
   userPromptSubmit() {
-    const halt = this.watcher.run(this.task).halt
+    const run = this.watcher.run(this.task)
+    if (run.halt !== null) this.watcher.observe(run, { type: 'alive' }) // still halted, or reset since?
+    const halt = run.halt
     if (halt === null) return {}
     return {
       systemMessage: haltText(halt),
@@ -180,12 +182,19 @@ const USAGE_KEYS = ['input_tokens', 'output_tokens', 'cache_creation_input_token
 /** How many message ids the tracker remembers (one response's messages come together). */
 const KEEP_IDS = 64
 
+// The last running total (`total_cost_usd`) of each session, per Monitor. A result message gives
+// what its whole session has cost so far, and a session (streaming input) carries many queries,
+// each with a `trackSpend` (a tracker) of its own: what a query cost is the total past the last.
+const SESSION_TOTALS = new WeakMap()
+const KEEP_SESSIONS = 1024 // per Monitor
+
 /**
  * Feeds the SDK's messages into `monitor`'s spend (`observe(message)` each one): an assistant
  * message's `usage` once per message id (a response with several content blocks comes as several
  * messages repeating it; a larger later figure counts the difference), priced by the Monitor's
- * table; the result message's `total_cost_usd`, the CLI's own figure for the query, adds what the
- * table did not count as `costCents`. `halt` is the halt verdict once spend halted the task: the
+ * table; the result message's `total_cost_usd` is the session's running total, so a query cost
+ * what it adds to the session's last total (remembered per Monitor and session id), and the part
+ * of that the table did not count is added as `costCents`. `halt` is the halt verdict once spend halted the task: the
  * next tool call is then denied by `hooks`, which stops the session.
  */
 class SpendTracker {
@@ -263,8 +272,17 @@ class SpendTracker {
   _result(message) {
     const base = this._base
     this._base = null
-    const cost = message.total_cost_usd
-    if (typeof cost !== 'number' || !(cost > 0)) return null
+    const total = message.total_cost_usd
+    if (typeof total !== 'number' || !(total > 0)) return null
+    let totals = SESSION_TOTALS.get(this.monitor)
+    if (totals === undefined) SESSION_TOTALS.set(this.monitor, (totals = new Map()))
+    const session = String(message.session_id)
+    const before = totals.get(session) || 0
+    totals.delete(session)
+    totals.set(session, total)
+    while (totals.size > KEEP_SESSIONS) totals.delete(totals.keys().next().value)
+    // a total below the last one: the session's totals were reset since (`/clear`)
+    const cost = total >= before ? total - before : total
     const counted = base !== null ? this._spent() - base : 0
     const extra = cost * 100 - counted
     if (!(extra > 0)) return null

@@ -68,7 +68,9 @@ class Recording:
     def __init__(self, monitor: Monitor) -> None:
         self.monitor = monitor
         self.seen: List[str] = []
+        self.events: List[Dict[str, Any]] = []
 
     def observe(self, event: Dict[str, Any]) -> Any:
         self.seen.append(event["type"])
+        self.events.append(dict(event))
         return self.monitor.observe(event)

@@ -207,3 +207,49 @@ def test_subagent_calls_count_for_their_own_task(monitor: Monitor) -> None:
     assert tasks == ["agent-7"]
     assert answers[-1]["continue_"] is False
     assert monitor.status()["tasks"] == []  # SubagentStop closed it
+
+
+def result_message(session_id: str, total_cost_usd: float) -> ResultMessage:
+    return ResultMessage(
+        subtype="success", duration_ms=1, duration_api_ms=1, is_error=False, num_turns=1,
+        session_id=session_id, total_cost_usd=total_cost_usd,
+    )
+
+
+def test_spend_of_a_session_with_several_queries_is_counted_once() -> None:
+    """A ResultMessage's total_cost_usd is the session's running total: with a tracker per query
+    (``track_spend(monitor, client.receive_response())``) each query adds what it cost."""
+    monitor = Monitor()
+
+    def spent() -> float:
+        return float(monitor.status()["tasks"][0]["spendCents"])
+
+    SpendTracker(monitor).observe(result_message("s1", 0.05))
+    assert spent() == pytest.approx(5.0)
+    SpendTracker(monitor).observe(result_message("s1", 0.10))
+    assert spent() == pytest.approx(10.0)
+    SpendTracker(monitor).observe(result_message("s2", 0.02))  # another session: its own total
+    assert spent() == pytest.approx(12.0)
+    SpendTracker(monitor).observe(result_message("s1", 0.01))  # s1's totals were reset (/clear)
+    assert spent() == pytest.approx(13.0)
+
+
+def test_a_reset_monitor_lifts_the_halt_of_the_session(monitor: Monitor, verdicts: Verdicts) -> None:
+    """The hooks deny every call of a halted session until ``monitor.reset()``, not after it."""
+    matchers = hooks(monitor)
+    pre, failed, prompt = (matchers[event][0].hooks[0] for event in ("PreToolUse", "PostToolUseFailure", "UserPromptSubmit"))
+    context: Any = {"signal": None}
+
+    def call(n: int, command: str) -> List[Any]:
+        data: Any = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": f"t{n}"}
+        before = asyncio.run(pre(data, f"t{n}", context))
+        after = asyncio.run(failed({**data, "hook_event_name": "PostToolUseFailure", "error": BASH_FAILS}, f"t{n}", context))
+        return [before, after]
+
+    answers = [answer for n in range(REPEAT_THRESHOLD) for answer in call(n, "pytest -q")]
+    assert answers[-1].get("continue_") is False and verdicts.actions[-1] == "halt"
+    assert asyncio.run(prompt({"hook_event_name": "UserPromptSubmit", "prompt": "go on"}, None, context)) != {}
+    monitor.reset()
+    assert asyncio.run(prompt({"hook_event_name": "UserPromptSubmit", "prompt": "go on"}, None, context)) == {}
+    data: Any = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t99"}
+    assert asyncio.run(pre(data, "t99", context)) == {}

@@ -11,6 +11,7 @@ import pytest
 from agents import (
     Agent,
     FunctionTool,
+    MaxTurnsExceeded,
     RunConfig,
     Runner,
     RunResult,
@@ -28,7 +29,7 @@ from agentbreaker.integrations.openai_agents import (
     agentbreaker_failure_error_function,
     agentbreaker_tool_guardrail,
 )
-from _support import REPEAT_THRESHOLD, Verdicts, assert_one_failed_step, assert_stuck_run_verdicts, failure_spotter
+from _support import REPEAT_THRESHOLD, Recording, Verdicts, assert_one_failed_step, assert_stuck_run_verdicts, failure_spotter
 
 set_tracing_disabled(True)
 
@@ -228,9 +229,27 @@ def test_hooks_serve_run_after_run(monitor: Monitor, verdicts: Verdicts) -> None
     for _ in range(2):
         with pytest.raises(AgentHalted):
             run(Agent("coder", model=stuck_model(), tools=[run_tests_tool()]), hooks, hooks.run_config())
+    assert hooks.halt is not None
     result = run(Agent("coder", model=healthy_model(), tools=HEALTHY_TOOLS), hooks, hooks.run_config())
     assert result.final_output == "The login bug is fixed."
     assert verdicts.actions.count("halt") == 2
+    assert hooks.halt is None  # the last run was not halted
+
+
+def test_a_run_that_ends_by_an_exception_leaves_nothing_to_the_next(monitor: Monitor, verdicts: Verdicts) -> None:
+    """A run ended by max_turns never reaches on_agent_end: the next run still starts from zero
+    (its own steps, not the first run's, bring the halt) and the first run's task is closed."""
+    hooks = AgentBreakerHooks(monitor)
+    first = Agent("coder", model=stuck_model(), tools=[run_tests_tool()])
+    with pytest.raises(MaxTurnsExceeded):
+        asyncio.run(Runner.run(first, "Fix the login test.", hooks=hooks, run_config=hooks.run_config(), max_turns=3))
+    assert len(monitor.status()["tasks"]) == 1  # left open: the SDK gave the hooks no end
+    model = stuck_model()
+    with pytest.raises(AgentHalted) as raised:
+        run(Agent("coder", model=model, tools=[run_tests_tool()]), hooks, hooks.run_config())
+    assert raised.value.verdict["reason"] == "repeated_step"
+    assert len(model.calls) == raised.value.verdict["step"] == REPEAT_THRESHOLD
+    assert monitor.status()["tasks"] == []
 
 
 def test_usage_reaches_the_monitors_budget() -> None:
@@ -267,9 +286,15 @@ def test_tool_exception_is_a_failed_call(with_run_config: bool) -> None:
     hooks = AgentBreakerHooks(monitor)
     model = ScriptedModel([step("run_tests", {"command": "pytest"}, 0), answer("I could not run them.")])
     config = hooks.run_config() if with_run_config else None
+    recording = Recording(monitor)
+    hooks._watcher.monitor = recording  # type: ignore[assignment]
     result = run(Agent("coder", model=model, tools=[run_tests_tool()]), hooks, config)
     assert result.final_output == "I could not run them."
     assert_one_failed_step(verdicts)
+    # With run_config() the formatter saw the exception itself; without, the SDK's text tells.
+    (failed,) = [e for e in recording.events if e["type"] == "tool_result"]
+    expected = "RuntimeError: FAILED tests/" if with_run_config else "An error occurred while running the tool."
+    assert failed["text"].startswith(expected), failed
     # The SDK's own text reached the model.
     assert tool_outputs(model)[0].startswith("An error occurred while running the tool.")
 

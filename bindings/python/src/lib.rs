@@ -31,7 +31,7 @@ macro_rules! event_source_class {
         )*
     ) => {
         $(#[$doc])*
-        #[pyo3::pyclass(frozen, subclass, module = "agentbreaker")]
+        #[pyo3::pyclass(frozen, subclass, weakref, module = "agentbreaker")]
         #[derive(Debug)]
         pub struct $class {
             inner: agentbreaker::$class,

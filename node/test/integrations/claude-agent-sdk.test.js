@@ -97,6 +97,37 @@ test("spend: each assistant message's usage once per id, then the result's total
   assert.equal(tracker.halt.reason, 'token_spend_limit')
 })
 
+test("spend: a result's total_cost_usd is the session's running total, counted once across queries", () => {
+  const monitor = new Monitor()
+  const spent = () => monitor.status().tasks[0].spendCents
+  const result = (session_id, total_cost_usd) => ({ type: 'result', subtype: 'success', session_id, total_cost_usd })
+  new SpendTracker(monitor).observe(result('s1', 0.05)) // a tracker per query, as trackSpend makes
+  assert.ok(Math.abs(spent() - 5) < 1e-9, String(spent()))
+  new SpendTracker(monitor).observe(result('s1', 0.1))
+  assert.ok(Math.abs(spent() - 10) < 1e-9, String(spent()))
+  new SpendTracker(monitor).observe(result('s2', 0.02)) // another session: its own total
+  assert.ok(Math.abs(spent() - 12) < 1e-9, String(spent()))
+  new SpendTracker(monitor).observe(result('s1', 0.01)) // s1's totals were reset (/clear)
+  assert.ok(Math.abs(spent() - 13) < 1e-9, String(spent()))
+})
+
+test('a halted session is denied until monitor.reset(), not after it', async () => {
+  const monitor = new Monitor()
+  const h = hooks(monitor)
+  const [pre, failed, prompt] = ['PreToolUse', 'PostToolUseFailure', 'UserPromptSubmit'].map((event) => h[event][0].hooks[0])
+  const call = { hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'pytest -q' } }
+  let last
+  for (let n = 0; n < 5; n++) {
+    await pre({ ...call, tool_use_id: `t${n}` }, `t${n}`)
+    last = await failed({ ...call, hook_event_name: 'PostToolUseFailure', tool_use_id: `t${n}`, error: 'Exit code 1\nFAILED' }, `t${n}`)
+  }
+  assert.equal(last.continue, false)
+  assert.notDeepEqual(await prompt({ hook_event_name: 'UserPromptSubmit', prompt: 'go on' }), {})
+  monitor.reset()
+  assert.deepEqual(await prompt({ hook_event_name: 'UserPromptSubmit', prompt: 'go on' }), {})
+  assert.deepEqual(await pre({ ...call, tool_input: { command: 'ls' }, tool_use_id: 't9' }, 't9'), {})
+})
+
 test('spend halt: trackSpend interrupts the query, the hooks deny the next call', async (t) => {
   const monitor = new Monitor({ budget: { maxTokenSpendCentsPerTask: 1 } })
   let interrupted = 0

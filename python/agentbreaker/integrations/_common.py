@@ -204,7 +204,7 @@ class Watcher:
     """A monitor and the runs it watches; the part of every adapter that talks to the Monitor.
 
     Thread-safe: frameworks run parallel tool calls on threads; the Monitor has its own lock and
-    the run table is only changed under ``_lock``.
+    the run table and the runs' nudges are only changed under ``_lock``.
     """
 
     def __init__(self, monitor: Monitor, prefix: str) -> None:
@@ -240,6 +240,12 @@ class Watcher:
             verdict = self.monitor.observe(event)
         except AgentBreakerError as error:
             verdict = self._observe_again(event, error)
+        else:
+            # A halted task answers every later event with its halt until the Monitor is reset:
+            # any other answer for a run still open means it was, and the run goes on. (A run
+            # the adapter closed keeps its halt: its late events reach a new task.)
+            if run.halt is not None and verdict["action"] != "halt" and self._runs.get(run.task) is run:
+                run.halt = None
         action = verdict["action"]
         if action != "continue":
             self._note(run, verdict)
@@ -275,12 +281,14 @@ class Watcher:
         if verdict["action"] == "halt":
             run.halt = verdict
         elif verdict.get("nudge"):
-            run.nudges.append(nudge_text(verdict))
+            with self._lock:  # parallel tool calls: a nudge is given once, to one of them
+                run.nudges.append(nudge_text(verdict))
 
     def take_nudges(self, run: Run) -> List[str]:
         if not run.nudges:
             return run.nudges
-        nudges, run.nudges = run.nudges, []
+        with self._lock:
+            nudges, run.nudges = run.nudges, []
         return nudges
 
     def close(self, task: str) -> Optional[Run]:

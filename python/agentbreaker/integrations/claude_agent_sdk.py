@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections import OrderedDict
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, cast
 
@@ -169,7 +170,10 @@ class _Hooks:
 
     async def user_prompt_submit(self, data: HookInput, tool_use_id: Optional[str], context: HookContext) -> HookJSONOutput:
         """A new prompt in a halted session: Claude and you are told its calls will be denied."""
-        halt = self.watcher.run(self.task).halt
+        run = self.watcher.run(self.task)
+        if run.halt is not None:
+            self.watcher.observe(run, {"type": "alive"})  # still halted, or reset since?
+        halt = run.halt
         if halt is None:
             return {}
         return cast(
@@ -208,6 +212,12 @@ def hooks(monitor: Monitor, *, task_id: Optional[str] = None, timeout: Optional[
     }
 
 
+# The last running total (`total_cost_usd`) of each session, per Monitor. A ResultMessage gives
+# what its whole session has cost so far, and a `ClaudeSDKClient` session carries many queries,
+# each with a `track_spend` (a tracker) of its own: what a query cost is the total past the last.
+_SESSION_TOTALS: "weakref.WeakKeyDictionary[Monitor, OrderedDict[str, float]]" = weakref.WeakKeyDictionary()
+_KEEP_SESSIONS = 1024  # per Monitor
+
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 # How many message ids the tracker remembers (one response's messages come together).
 _KEEP_IDS = 64
@@ -219,8 +229,9 @@ class SpendTracker:
     An ``AssistantMessage``'s ``usage`` counts once per ``message_id`` (a response with several
     content blocks comes as several messages repeating it; a later figure that is larger counts
     the difference), priced by the Monitor's price table for ``model``. The ``ResultMessage``
-    ends a query: its ``total_cost_usd`` is what the query cost; the part the table did not
-    already count is added as ``costCents``.
+    ends a query: its ``total_cost_usd`` is the session's running total, so the query cost what
+    it adds to the session's last one (remembered across trackers, per Monitor and session);
+    the part of that the table did not already count is added as ``costCents``.
 
     ``halt`` is the halt verdict once spend has halted the task: the next tool call is then
     denied by `hooks`, which stops the session.
@@ -293,9 +304,17 @@ class SpendTracker:
 
     def _result(self, message: ResultMessage) -> Optional[Verdict]:
         base, self._base = self._base, None
-        cost = message.total_cost_usd
-        if not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost <= 0:
+        total = message.total_cost_usd
+        if not isinstance(total, (int, float)) or not math.isfinite(total) or total <= 0:
             return None
+        totals = _SESSION_TOTALS.setdefault(self.monitor, OrderedDict())
+        before = totals.pop(message.session_id, 0.0)
+        totals[message.session_id] = total
+        while len(totals) > _KEEP_SESSIONS:
+            totals.popitem(last=False)
+        # A total below the last one: the totals were reset since (a `/clear` gives a new
+        # session id in SDKs that tell, `ConversationResetMessage`; this covers the others).
+        cost = total - before if total >= before else total
         counted = self._spent() - base if base is not None else 0.0
         extra = cost * 100.0 - counted
         if extra <= 0:

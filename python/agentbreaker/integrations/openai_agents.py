@@ -91,8 +91,10 @@ class AgentBreakerHooks(RunHooks[Any]):
             ``tool_limits=``, ``warn_before=``, ... as `Monitor` takes them).
         task_id: the run's task in the Monitor (default: a new id per run).
 
-    ``halt`` is the verdict that halted the last run (None if none did), ``last_verdict`` the
-    latest warn or halt verdict; the Monitor's listeners see every one as it happens.
+    ``halt`` is the verdict that halted the last run (None if none did, from the start of the
+    next run), ``last_verdict`` the latest warn or halt verdict; the Monitor's listeners see
+    every one as it happens. One hooks object watches one run at a time: give runs that go on
+    at once a hooks object each (they may share a Monitor).
     """
 
     def __init__(self, monitor: Optional[Monitor] = None, *, task_id: Optional[str] = None, **monitor_config: Any) -> None:
@@ -201,6 +203,13 @@ class AgentBreakerHooks(RunHooks[Any]):
             raise AgentHalted(halt)
 
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        # A run's first agent starts before any model call; a handoff's agent, or a run resumed
+        # from its RunState, after some (the run's usage counts them). So a start without a
+        # request is a new run: one before it that ended without on_agent_end (max_turns, an
+        # exception, a cancellation) is closed here, and its counts and halt are not inherited.
+        if context.usage.requests == 0:
+            self._end_run()
+            self.halt = None
         self._raise_if_halted()
 
     async def on_llm_start(
@@ -261,8 +270,9 @@ def agentbreaker_tool_guardrail(hooks: AgentBreakerHooks) -> ToolInputGuardrail[
 
     It reports the call to the hooks' Monitor itself (the SDK runs guardrails before
     ``on_tool_start``), so a call that trips a budget (``tool_limits``, ``maxToolCallsPerTask``)
-    is not run either. A rejected call's result, what the model reads, says why and carries the
-    nudge; the run then ends with `AgentHalted` before the next model call.
+    is not run either. A rejected call's result says why and carries the nudge (it is in the
+    run's items); the run then ends with `AgentHalted` before the next model call, so the model
+    reads it only if you go on with the run's history.
     """
 
     def agentbreaker(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
