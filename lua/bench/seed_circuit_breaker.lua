@@ -1,6 +1,6 @@
--- TRANSCRIBED FROM SEED 004 (/work/shared/seeds/004_*.txt, "Circuit Breaker State Machine",
--- src/safety/CircuitBreaker.lua:28-112) FOR BENCHMARKING ONLY: the pure-Lua peer that
--- lua/bench/bench.lua measures agentbreaker's CircuitBreaker against. Not part of the module, not
+-- TRANSCRIBED FROM SEED 004 (docs/contract.md lists the seeds at its top: the Lua CircuitBreaker
+-- case study, its src/safety/CircuitBreaker.lua:28-112) FOR BENCHMARKING ONLY: the pure-Lua peer
+-- that lua/bench/bench.lua measures agentbreaker's CircuitBreaker against. Not part of the module, not
 -- used by any test of behaviour.
 --
 -- The seed's code is kept as written, with two changes, both needed to run it at all:
