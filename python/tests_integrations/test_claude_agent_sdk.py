@@ -237,7 +237,8 @@ def test_spend_of_a_session_with_several_queries_is_counted_once() -> None:
 def test_a_reset_monitor_lifts_the_halt_of_the_session(monitor: Monitor, verdicts: Verdicts) -> None:
     """The hooks deny every call of a halted session until ``monitor.reset()``, not after it."""
     matchers = hooks(monitor)
-    pre, failed, prompt = (matchers[event][0].hooks[0] for event in ("PreToolUse", "PostToolUseFailure", "UserPromptSubmit"))
+    callbacks: List[Any] = [matchers[event][0].hooks[0] for event in ("PreToolUse", "PostToolUseFailure", "UserPromptSubmit")]
+    pre, failed, prompt = callbacks
     context: Any = {"signal": None}
 
     def call(n: int, command: str) -> List[Any]:
