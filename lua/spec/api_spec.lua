@@ -404,18 +404,21 @@ describe("Lua values as JSON", function()
     assert.are.equal("CLOSED", other.state)
   end)
 
-  it("nest at most 128 levels, as in every binding", function()
-    local function nested(levels)
-      local t = {}
+  it("nest at most 127 tables, the outermost included, as in every binding", function()
+    local function nested(levels, inner)
+      local t = { inner }
       for _ = 2, levels do
         t = { t }
       end
       return t
     end
     local bb = ab.BudgetBreaker.new()
-    assert.is_nil(bb:ingest({ type = "tool_use", name = "x", input = nested(128) }))
-    local err = expectCode("INVALID_EVENT", bb.ingest, bb, { type = "tool_use", name = "x", input = nested(129) })
-    assert.truthy(err:find("nested more than 128 levels", 1, true), err)
+    -- The event is a table too: its input may nest 126.
+    assert.is_nil(bb:ingest({ type = "tool_use", name = "x", input = nested(126) }))
+    local err = expectCode("INVALID_EVENT", bb.ingest, bb, { type = "tool_use", name = "x", input = nested(127) })
+    assert.truthy(err:find("nested more than 127 levels", 1, true), err)
+    -- Only tables count: a value inside the deepest table is fine.
+    assert.is_nil(bb:ingest({ type = "tool_use", name = "y", input = nested(126, "z") }))
   end)
 
   it("replace invalid UTF-8 in texts", function()

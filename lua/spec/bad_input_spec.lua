@@ -732,9 +732,10 @@ describe("the hot paths take exactly what the checked methods take", function()
     raises("INVALID_EVENT", bb.ingest, bb, { type = "tool_use", name = 7 })
     raises("INVALID_EVENT", bb.ingest, bb, { type = "assistant", text = false })
     assert.are.same({}, bb:snapshot().tasks, "a refused event changed nothing")
-    -- Deep inputs are taken, up to the depth every binding takes (interop::MAX_DEPTH, 128).
+    -- Deep inputs are taken, up to the depth every binding takes (interop::MAX_DEPTH: 127 tables,
+    -- the event's own included).
     local deep = {}
-    for _ = 1, 126 do
+    for _ = 1, 125 do
       deep = { deep }
     end
     assert.is_nil(bb:ingest(tool({ input = deep, taskId = "deep" })))

@@ -136,6 +136,39 @@ def test_deeply_nested_and_cyclic_values_are_refused() -> None:
         ab.BudgetBreaker().ingest({"type": "tool_use", "name": "x", "input": cyclic})
 
 
+def nested(levels: int, inner: Any = None) -> Any:
+    """`levels` lists, one inside the other, the innermost holding `inner` (or nothing)."""
+    value: Any = [] if inner is None else [inner]
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_values_nest_at_most_127_containers_wherever_they_sit() -> None:
+    """The limit every binding and JSON text have (contract 0.3), counted from the JSON the core
+    gets: an event's own dict counts, and so do the observation and the list around a Loop's
+    `events=`, as in Node's `observe({output, events: [...]})`."""
+    bb = ab.BudgetBreaker()
+    assert bb.ingest({"type": "tool_use", "name": "x", "input": nested(126, "deepest")}) is None
+    assert bb.ingest({"type": "tool_use", "name": "y", "input": nested(126, "x"), "taskId": "t"}) is None
+    for event in (
+        {"type": "tool_use", "name": "x", "input": nested(127)},
+        {"type": "tool_use", "name": "x", "input": nested(127), "taskId": "t"},
+    ):
+        with pytest.raises(ab.InvalidEventError, match="nested more than 127 levels"):
+            bb.ingest(event)
+    monitor = ab.Monitor(profile="seed")
+    assert monitor.observe({"type": "tool_use", "name": "x", "input": nested(126)})["action"] == "continue"
+    with pytest.raises(ab.InvalidEventError):
+        monitor.observe({"type": "tool_use", "name": "x", "input": nested(127)})
+    loop = ab.Loop(budget={})
+    assert loop.observe("x", events=[{"type": "tool_use", "name": "x", "input": nested(124)}])["action"]
+    with pytest.raises(ab.InvalidEventError, match=r"events\[0\] is nested more than 127"):
+        loop.observe("x", events=[{"type": "tool_use", "name": "x", "input": nested(125)}])
+    with pytest.raises(ab.InvalidArgumentError, match="nested more than 127"):
+        ab.StagnationBreaker().record_step(action=nested(127, "a"))
+
+
 def test_unknown_keyword_messages_suggest_the_snake_case_name() -> None:
     with pytest.raises(ab.InvalidConfigError, match="did you mean 'failure_threshold'"):
         ab.FailureBreaker(failureThreshold=5)

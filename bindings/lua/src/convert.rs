@@ -9,8 +9,8 @@
 //! (`"array"` or `"object"`, as dkjson marks what it decodes and this module what it returns)
 //! keeps its kind; otherwise keys `1..n` make a list, string keys an object, and an empty table is
 //! an object but under a key whose value is a list (`interop::table` decides). Mixed or sparse
-//! keys, functions, userdata, threads and nesting deeper than `interop::MAX_DEPTH` (a cycle) are
-//! refused, with the error code of the argument's `ArgKind`. Tables are read raw and nothing on the walk allocates Lua memory, so it
+//! keys, functions, userdata, threads and more than `interop::MAX_DEPTH` nested tables (a cycle)
+//! are refused, with the error code of the argument's `ArgKind`. Tables are read raw and nothing on the walk allocates Lua memory, so it
 //! raises no Lua error.
 //!
 //! Out: objects and lists are tables with the `__jsontype` marker metatables (so results
@@ -91,7 +91,7 @@ impl Walk<'_> {
                     Json::Number(n?)
                 }
                 ffi::LUA_TSTRING => Json::String(text(state, i)),
-                ffi::LUA_TTABLE if depth > MAX_DEPTH => return Err(self.kind.too_deep(self.what)),
+                ffi::LUA_TTABLE if depth >= MAX_DEPTH => return Err(self.kind.too_deep(self.what)),
                 ffi::LUA_TTABLE => self.table(i, at, depth)?,
                 other => {
                     let expected = "nil, a boolean, a number, a string or a table";

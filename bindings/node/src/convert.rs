@@ -4,9 +4,9 @@
 //! validators. JavaScript has one number type, so a finite whole number is a JSON integer and any
 //! other finite number a fractional one (`interop::whole_number`). An object property whose value
 //! is `undefined` is absent (as in `JSON.stringify`), `undefined` elsewhere is `null`. `NaN`,
-//! `±Infinity`, functions, symbols, BigInts, values nested deeper than `interop::MAX_DEPTH` (cycles
-//! included) and arrays too big to walk are a `TypeError` with the code of the argument's
-//! [`ArgKind`].
+//! `±Infinity`, functions, symbols, BigInts, more than `interop::MAX_DEPTH` nested arrays and
+//! objects (cycles included) and arrays too big to walk are a `TypeError` with the code of the
+//! argument's [`ArgKind`]. `depth` counts the arrays and objects around a value.
 //!
 //! Out: a result is written as JSON text by serde and read back by `JSON.parse`, in one walk done
 //! by V8. Not `serde_json::to_value` and a walk here: its `Map` sorts the keys, and results keep

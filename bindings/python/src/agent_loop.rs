@@ -6,22 +6,23 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use serde_json::Value;
 
-use crate::convert::{Arg, detached_result_py, object_of, to_json};
+use crate::convert::{Arg, detached_result_py, object_of, to_json_in};
 use crate::errors::{IntoPyResult, boundary, detached};
 
 /// `events=`: a list of event dicts. An item that cannot be converted is a malformed event
 /// (`INVALID_EVENT`, as the core reports a malformed event in the list); anything but a list is
-/// the core's `INVALID_ARGUMENT`.
+/// the core's `INVALID_ARGUMENT`. An event sits two containers deep (the observation, the list),
+/// as in the observation object the other bindings walk.
 fn events_to_json(events: &Bound<'_, PyAny>) -> Result<Value, Error> {
     let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = events.cast::<PyList>() {
         list.iter().collect()
     } else if let Ok(tuple) = events.cast::<PyTuple>() {
         tuple.iter().collect()
     } else {
-        return to_json(events, "events", ArgKind::Argument);
+        return to_json_in(events, "events", ArgKind::Argument, 1);
     };
     let items = items.iter().enumerate();
-    let items = items.map(|(i, item)| to_json(item, &format!("events[{i}]"), ArgKind::Event));
+    let items = items.map(|(i, item)| to_json_in(item, &format!("events[{i}]"), ArgKind::Event, 2));
     items.collect::<Result<Vec<_>, _>>().map(Value::Array)
 }
 

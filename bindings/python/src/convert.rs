@@ -3,8 +3,8 @@
 //! In: `None` → null, `bool` → boolean (never a number), `int` → number (whole), `float` → number
 //! (a fractional one even when it is `5.0`, `interop::float`; NaN and infinities are refused),
 //! `str` → string, `list`/`tuple` → array, any `Mapping` with `str` keys → object, `os.PathLike`
-//! → string. Anything else, and nesting deeper than `interop::MAX_DEPTH`, is refused with the
-//! error code of the argument's [`ArgKind`] (`INVALID_CONFIG` for constructor keywords,
+//! → string. Anything else, and more than `interop::MAX_DEPTH` nested containers, is refused with
+//! the error code of the argument's [`ArgKind`] (`INVALID_CONFIG` for constructor keywords,
 //! `INVALID_ARGUMENT` for arguments, ...), so a wrong Python type reports the same code as a
 //! wrong JSON type would.
 //!
@@ -38,33 +38,47 @@ pub type Arg<'a, 'py> = Option<&'a Bound<'py, PyAny>>;
 /// Converts a Python value to JSON. `what` names the value in messages (`"snapshot"`,
 /// `"failure_threshold"`); `kind` decides the error code.
 pub fn to_json(value: &Bound<'_, PyAny>, what: &str, kind: ArgKind) -> Result<Value, Error> {
-    walk(value, &At::Root(what), kind, 0)
+    to_json_in(value, what, kind, 0)
 }
 
+/// [`to_json`] of a value that the core gets inside `depth` containers, which count towards
+/// `interop::MAX_DEPTH`: 1 for a field of an object made here (a keyword argument, a field read
+/// from an event dict), 2 for an event of a Loop's `events=`.
+pub fn to_json_in(
+    v: &Bound<'_, PyAny>,
+    what: &str,
+    kind: ArgKind,
+    depth: usize,
+) -> Result<Value, Error> {
+    walk(v, &At::Root(what), kind, depth)
+}
+
+/// `depth`: how many containers hold `value`; a container inside `MAX_DEPTH` others is refused.
 fn walk(
     value: &Bound<'_, PyAny>,
     at: &At<'_>,
     kind: ArgKind,
     depth: usize,
 ) -> Result<Value, Error> {
-    if depth > MAX_DEPTH {
-        return Err(kind.too_deep(at.root()));
-    }
+    let inner = || match depth < MAX_DEPTH {
+        true => Ok(depth + 1),
+        false => Err(kind.too_deep(at.root())),
+    };
     let items = |items: &mut dyn Iterator<Item = Bound<'_, PyAny>>| {
-        let items = items.enumerate();
+        let (items, depth) = (items.enumerate(), inner()?);
         items
-            .map(|(i, item)| walk(&item, &At::Index(at, i as i64), kind, depth + 1))
+            .map(|(i, item)| walk(&item, &At::Index(at, i as i64), kind, depth))
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array)
     };
     type Pairs<'a, 'py> =
         dyn Iterator<Item = Result<(Bound<'py, PyAny>, Bound<'py, PyAny>), Error>> + 'a;
     let object = |pairs: &mut Pairs<'_, '_>| {
-        let mut map = Map::new();
+        let (mut map, depth) = (Map::new(), inner()?);
         for pair in pairs {
             let (k, v) = pair?;
             let key = key_str(&k, at, kind)?;
-            let item = walk(&v, &At::Item(at, &key), kind, depth + 1)?;
+            let item = walk(&v, &At::Item(at, &key), kind, depth)?;
             map.insert(key, item);
         }
         Ok(Value::Object(map))
@@ -223,7 +237,8 @@ pub fn object_of(fields: &[(&str, &str, Arg)]) -> Result<Value, Error> {
     let mut map = Map::new();
     for (key, name, value) in fields {
         if let Some(value) = value {
-            map.insert(key.to_string(), to_json(value, name, ArgKind::Argument)?);
+            let json = to_json_in(value, name, ArgKind::Argument, 1)?;
+            map.insert(key.to_string(), json);
         }
     }
     Ok(Value::Object(map))
@@ -252,7 +267,7 @@ pub fn config_from_arguments(
     };
     for (k, v) in keywords.into_iter().flat_map(|k| k.iter()) {
         let keyword = key_str(&k, &"keyword", config)?;
-        map.insert(config_key(&keyword)?, to_json(&v, &keyword, config)?);
+        map.insert(config_key(&keyword)?, to_json_in(&v, &keyword, config, 1)?);
     }
     Ok(Value::Object(map))
 }

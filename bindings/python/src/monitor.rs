@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString};
 
-use crate::convert::{Arg, callable, json_or_null, json_to_py, to_json};
+use crate::convert::{Arg, callable, json_or_null, json_to_py, to_json_in};
 use crate::errors::{IntoPyResult, boundary, detached, detached_result};
 use crate::functions::updates_to_py;
 
@@ -140,7 +140,7 @@ impl EventFields for DictFields<'_, '_> {
         self.get(key, |v| Some(v.cast::<PyBool>().ok()?.is_true()))
     }
     fn json(&mut self, key: EventKey) -> Field<serde_json::Value> {
-        self.get(key, |v| to_json(&v, "event", ArgKind::Event).ok())
+        self.get(key, |v| to_json_in(&v, "event", ArgKind::Event, 1).ok())
     }
     fn counts(&mut self, key: EventKey) -> Field<Vec<(String, u64)>> {
         let count = |n: &Bound<'_, PyAny>| match n.is_instance_of::<PyBool>() {

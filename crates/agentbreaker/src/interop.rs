@@ -29,9 +29,16 @@ use crate::state::State;
 use crate::{BudgetBreaker, BudgetConfig, ExitStrategy, FailureBreaker, FailureConfig, Loop};
 use crate::{LoopConfig, Monitor, MonitorConfig, StagnationBreaker, StagnationConfig};
 
-/// How deep a host value may nest (a cyclic or hostile structure stops here instead of
-/// overflowing the stack). The same for every binding.
-pub const MAX_DEPTH: usize = 128;
+/// How many containers (arrays and objects; a host's lists, tuples, dicts, mappings, tables) a
+/// value may nest, the outermost counting as one: `{"input": [[1]]}` nests 3, a scalar adds none.
+/// A cyclic or hostile structure stops here instead of overflowing the stack.
+///
+/// The same for every binding and for JSON text: it is the recursion limit of serde_json's parser
+/// (which every JSON-text entry point uses: the C binding, the CLI), which accepts 127 containers
+/// and refuses the 128th. A walker counts the containers around a value (0 for the argument
+/// itself; 1 for a field of an object the binding makes, such as a keyword argument) and refuses
+/// a container found inside `MAX_DEPTH` others with [`ArgKind::too_deep`].
+pub const MAX_DEPTH: usize = 127;
 
 /// What kind of value a binding is converting: decides the error code of a bad one. A
 /// constructor's config is `INVALID_CONFIG`, an operation's argument `INVALID_ARGUMENT`, an event
@@ -69,7 +76,7 @@ impl ArgKind {
         self.error(format_args!("{what} must be {expected}, not {got}"))
     }
 
-    /// A value nested more than [`MAX_DEPTH`] levels deep.
+    /// A value nesting more than [`MAX_DEPTH`] containers.
     pub fn too_deep(self, what: &str) -> Error {
         self.error(format_args!(
             "{what} is nested more than {MAX_DEPTH} levels deep (is it cyclic?)"
@@ -591,6 +598,24 @@ mod tests {
             "a float stays fractional"
         );
         assert_eq!(float(f64::NAN), None);
+    }
+
+    #[test]
+    fn max_depth_is_what_serde_json_parses() {
+        let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        let object = |n: usize| format!("{}{{}}{}", "{\"a\":".repeat(n - 1), "}".repeat(n - 1));
+        for text in [nested(MAX_DEPTH), object(MAX_DEPTH)] {
+            assert!(serde_json::from_str::<Value>(&text).is_ok(), "{text}");
+        }
+        for text in [nested(MAX_DEPTH + 1), object(MAX_DEPTH + 1)] {
+            let e = serde_json::from_str::<Value>(&text).unwrap_err();
+            assert!(e.to_string().starts_with("recursion limit exceeded"), "{e}");
+        }
+        let e = ArgKind::Event.too_deep("event");
+        assert_eq!(
+            e.message(),
+            "event is nested more than 127 levels deep (is it cyclic?)"
+        );
     }
 
     #[test]

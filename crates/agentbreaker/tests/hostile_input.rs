@@ -31,7 +31,7 @@ const TEN_MB: usize = 10 * 1024 * 1024;
 /// caught at this size by orders of magnitude.
 const TWO_MB: usize = 2 * 1024 * 1024;
 /// Nesting depth used in-process: far deeper than any real input, still within what serde_json
-/// parses from text (128). Deeper values run in a child process
+/// parses from text (127 containers, `interop::MAX_DEPTH`). Deeper values run in a child process
 /// (`deeply_nested_values_never_overflow_the_stack`).
 const NESTED: usize = 100;
 /// The generous deadline for one call on hostile input in a debug build.
