@@ -122,8 +122,12 @@ class AgentBreaker {
     const runs = this._state.runs
     let record = runs.get(key)
     if (record === undefined) {
+      const fixed = this._state.fixedTask
+      // a new run starts from zero, also under a fixed task id (one before it may have ended by
+      // an exception, or halted, without closing it)
+      if (fixed) this._state.watcher.close(fixed)
       record = {
-        run: this._state.watcher.run(this._state.fixedTask || newTaskId('openai-agents')),
+        run: this._state.watcher.run(fixed || newTaskId('openai-agents')),
         controller: null,
         seen: { input: 0, output: 0, cached: 0 },
       }
@@ -249,13 +253,26 @@ class AgentBreaker {
     const context = options.context !== undefined && options.context !== null ? options.context : {}
     // a context object used by an earlier run starts a new run
     this._state.runs.delete(context)
-    const record = this._record(context)
+    let record = this._record(context)
     record.controller = new AbortController()
     const signals = [record.controller.signal]
     if (options.signal) signals.push(options.signal)
     const userFilter = options.callModelInputFilter
     const watcher = this._state.watcher
+    const runs = this._state.runs
     const callModelInputFilter = async (args) => {
+      // A run resumed from its RunState (after an approval) keeps the context of the run it
+      // resumes, so its events go to that run's record: this run's signal and nudges go there
+      // too, and a halt found before the resume stops it now.
+      const live = args.context !== undefined && args.context !== null ? runs.get(args.context) : undefined
+      if (live !== undefined && live !== record) {
+        if (runs.get(context) === record) runs.delete(context)
+        live.controller = record.controller
+        record = live
+        if (record.run.halt !== null && !record.controller.signal.aborted) {
+          record.controller.abort(new AgentHaltedError(record.run.halt))
+        }
+      }
       let modelData = args.modelData
       if (typeof userFilter === 'function') modelData = await userFilter(args)
       const nudges = watcher.takeNudges(record.run)

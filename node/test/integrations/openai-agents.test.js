@@ -157,6 +157,45 @@ test('a healthy agent runs to its normal end, exactly as without the breaker; it
   assert.equal(outputs[1][0], 'The login test passes now.')
 })
 
+test('a run resumed after an approval is watched with its own signal: nudged, then halted after its fifth failing call', async () => {
+  const breaker = agentBreaker()
+  const { runTests, calls } = stuckTool(breaker)
+  const deploy = tool({ name: 'deploy', description: 'Deploys', parameters: z.object({}), needsApproval: true, execute: async () => 'deployed' })
+  const scripted = new ScriptedModel([
+    modelResponder(() => ({ usage: usage(), output: [functionCall('deploy', {}, { callId: 'deploy_1' })] })),
+    ...Array.from({ length: 20 }, (_, i) => modelResponder(() => ({
+      usage: usage(),
+      output: [assistantMessage('Let me run the tests again.'), functionCall('run_tests', { cmd: 'pytest -q' }, { callId: `call_${i}` })],
+    }))),
+  ])
+  const agent = new Agent({ name: 'coder', model: scripted, tools: [deploy, runTests] })
+  const runner = new Runner()
+  breaker.attach(runner)
+  const first = await runner.run(agent, 'Deploy, then fix the tests.', breaker.runOptions({ maxTurns: 30 }))
+  assert.equal(first.interruptions.length, 1)
+  first.state.approve(first.interruptions[0])
+  const error = await rejection(runner.run(agent, first.state, breaker.runOptions({ maxTurns: 30 })))
+  assert.ok(error instanceof AgentHaltedError, String(error))
+  assert.equal(error.verdict.reason, 'repeated_step')
+  assert.equal(calls.n, 5, 'the failing call ran five times, none after the halt')
+  assert.ok(scripted.calls.some((call) => lastInput(call).includes(NUDGE)), 'the resumed run read the nudge')
+})
+
+test('with a fixed taskId, every run starts from zero: after a max-turns end and after a halt', async () => {
+  const breaker = agentBreaker({ taskId: 'job' })
+  const runner = new Runner()
+  breaker.attach(runner)
+  const cut = stuckTool(breaker)
+  const ended = await rejection(runner.run(new Agent({ name: 'coder', model: stuckModel(), tools: [cut.runTests] }), 'Fix.', breaker.runOptions({ maxTurns: 2 })))
+  assert.equal(ended.constructor.name, 'MaxTurnsExceededError')
+  const { runTests, calls } = stuckTool(breaker)
+  const model = stuckModel()
+  const error = await rejection(runner.run(new Agent({ name: 'coder', model, tools: [runTests] }), 'Fix.', breaker.runOptions({ maxTurns: 30 })))
+  assertStuck(model, calls, error, breaker)
+  const result = await runner.run(new Agent({ name: 'coder', model: healthyModel(), tools: healthyTools() }), 'Fix.', breaker.runOptions({ maxTurns: 30 }))
+  assert.equal(result.finalOutput, 'The login test passes now.')
+})
+
 test('concurrent runs on one runner are separate tasks; your signal and input filter are kept', async () => {
   const breaker = agentBreaker()
   const runner = new Runner()
