@@ -78,10 +78,10 @@ impl Failure {
             Failure::Napi(e) if e.status == napi::Status::PendingException => {
                 napi::Error::new(PENDING, e.reason)
             }
-            Failure::Napi(e) => napi::Error::new(
-                Code("INTERNAL"),
-                format!("napi call failed ({}): {}", e.status.as_ref(), e.reason),
-            ),
+            Failure::Napi(e) => {
+                let e = format!("napi call failed ({}): {}", e.status.as_ref(), e.reason);
+                Failure::Core(Error::Internal(e)).into_js(env)
+            }
         }
     }
 }
