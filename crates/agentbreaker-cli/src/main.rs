@@ -656,7 +656,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // A hook call never fails on its command line (that would block Gemini CLI).
-            let args: Vec<String> = std::env::args().collect();
+            // `args_os`: `args` panics on an argument that is not UTF-8.
+            let args: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
             if e.use_stderr()
                 && let Some(code) = hook::command_line_error(&args, &e.to_string())
             {

@@ -301,11 +301,56 @@ fn test_knobs(phase: &str) {
     }
 }
 
+/// The JSON text with each lone UTF-16 surrogate escape (`\uD800`-`\uDBFF` not followed by a
+/// `\uDC00`-`\uDFFF` escape, or a `\uDC00`-`\uDFFF` not preceded by one) replaced by `\uFFFD`;
+/// `None` when there is none. Other escapes, `\\` included, are kept as they are.
+fn replace_lone_surrogates(json: &[u8]) -> Option<Vec<u8>> {
+    fn unit(json: &[u8], at: usize) -> Option<u16> {
+        let hex = json.get(at..at + 6)?.strip_prefix(b"\\u")?;
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    }
+    let is_high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let is_low = |u: u16| (0xDC00..0xE000).contains(&u);
+    let mut out = Vec::with_capacity(json.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < json.len() {
+        if json[i] != b'\\' {
+            out.push(json[i]);
+            i += 1;
+            continue;
+        }
+        match unit(json, i) {
+            Some(h) if is_high(h) && unit(json, i + 6).is_some_and(is_low) => {
+                out.extend_from_slice(&json[i..i + 12]);
+                i += 12;
+            }
+            Some(u) if is_high(u) || is_low(u) => {
+                out.extend_from_slice(b"\\uFFFD");
+                changed = true;
+                i += 6;
+            }
+            // Any other escape (`\\`, `\"`, `\u0041`, ...): its two first bytes as they are.
+            _ => {
+                out.extend_from_slice(&json[i..(i + 2).min(json.len())]);
+                i += 2;
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
 fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err("no event on stdin".into());
     }
     let event: Value = serde_json::from_slice(bytes)
+        .or_else(|e| match replace_lone_surrogates(bytes) {
+            // Node's JSON.stringify writes a string cut inside a surrogate pair (an emoji) as
+            // a lone `\ud83d`, which serde_json refuses: such an event is read with U+FFFD.
+            Some(fixed) => serde_json::from_slice(&fixed).map_err(|_| e),
+            None => Err(e),
+        })
         .map_err(|e| format!("the event on stdin is not JSON ({e})"))?;
     let agent = args
         .agent
@@ -345,6 +390,7 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
             && let Err(e) = metrics::write_file(&dir, path)
         {
             reply.note = Some(e);
+            reply.failed = true;
         }
         return Ok(reply);
     }
@@ -441,20 +487,21 @@ fn handle(args: &HookArgs, bytes: &[u8]) -> Result<Reply, String> {
     }
     drop(lock);
 
-    let mut failed = false;
     if let Err(e) = saved {
         notes.push(e);
-        failed = true;
     }
     if let Some(path) = &args.metrics_file
         && let Err(e) = metrics::write_file(&dir, path)
     {
         notes.push(e);
     }
+    // Whatever went wrong (a state moved aside, a transcript not read, a save that failed) is
+    // a non-blocking hook error when there is no reply to give: Claude Code shows stderr only
+    // then (docs/hooks.md, "Nothing blocks by accident").
     Ok(Reply {
         stdout: protocol::render(&input, &decision),
+        failed: !notes.is_empty(),
         note: (!notes.is_empty()).then(|| notes.join("; ")),
-        failed,
     })
 }
 
@@ -757,5 +804,53 @@ fn decide(
     Decision::Warn {
         message: message.join("; "),
         nudge: nudge.join(" "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_lone_surrogates;
+
+    fn fixed(json: &str) -> Option<String> {
+        replace_lone_surrogates(json.as_bytes()).map(|b| String::from_utf8(b).unwrap())
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        // A high surrogate cut from its pair (output cut inside an emoji), at the end or not.
+        assert_eq!(
+            fixed(r#"{"e":"boom \ud83d"}"#).as_deref(),
+            Some(r#"{"e":"boom \uFFFD"}"#)
+        );
+        assert_eq!(
+            fixed(r#"{"e":"\uD83Dx\ude00"}"#).as_deref(),
+            Some(r#"{"e":"\uFFFDx\uFFFD"}"#)
+        );
+        // Two highs, then a low: the first is lone, the second is a pair.
+        assert_eq!(
+            fixed(r#"["\ud83d\ud83d\ude00"]"#).as_deref(),
+            Some(r#"["\uFFFD\ud83d\ude00"]"#)
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&fixed(r#"{"e":"a\ud83d"}"#).unwrap()).unwrap();
+        assert_eq!(v["e"], "a\u{FFFD}");
+    }
+
+    #[test]
+    fn other_escapes_are_kept() {
+        // Pairs, escaped backslashes before `ud83d` (not an escape), other escapes, bad ones.
+        for json in [
+            r#"{"e":"\ud83d\ude00"}"#,
+            r#"{"e":"\\ud83d"}"#,
+            r#"{"e":"\\\\ud83d \" \u0041 \n"}"#,
+            r#"{"e":"\u12"}"#,
+            "\\",
+            "\\u",
+            "",
+        ] {
+            assert_eq!(fixed(json), None, "{json}");
+        }
+        // An escaped backslash, then a real lone escape.
+        assert_eq!(fixed(r#"["\\\ud83d"]"#).as_deref(), Some(r#"["\\\uFFFD"]"#));
     }
 }

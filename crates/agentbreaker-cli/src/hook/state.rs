@@ -242,8 +242,26 @@ impl StateDir {
 
     /// Takes the session's lock, waiting for it (the caller's watchdog bounds the wait). The
     /// lock file is re-checked after locking, so a lock file removed meanwhile (a `SessionEnd`,
-    /// a cleanup) is never shared by two holders.
+    /// a cleanup) is never shared by two holders; its modification time is set to now, so that
+    /// the lock of a session in use never looks stale.
     pub fn lock(&self, key: &str) -> Result<SessionLock, String> {
+        let lock = self
+            .take_lock(key, true)?
+            .ok_or_else(|| format!("cannot lock {}", self.lock_path(key).display()))?;
+        let _ = lock.file.set_modified(SystemTime::now());
+        Ok(lock)
+    }
+
+    /// Takes the session's lock if no other process holds it (`None` when one does). For the
+    /// cleanup: what another call of a session holds, or waits for, is not stale.
+    pub fn try_lock(&self, key: &str) -> Result<Option<SessionLock>, String> {
+        self.take_lock(key, false)
+    }
+
+    /// Opens the lock file (created when missing) and locks it, waiting when `wait`. A lock file
+    /// is only ever removed by the holder of its lock (`remove`, the cleanup), so after locking
+    /// the path must still name the locked file, else it is opened again.
+    fn take_lock(&self, key: &str, wait: bool) -> Result<Option<SessionLock>, String> {
         let path = self.lock_path(key);
         for _ in 0..16 {
             let file = match OpenOptions::new()
@@ -263,12 +281,23 @@ impl StateDir {
                 }
                 Err(e) => return Err(format!("cannot open the lock {}: {e}", path.display())),
             };
-            fs4::FileExt::lock(&file)
-                .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
-            let held = file.metadata().map_err(|e| e.to_string())?;
+            if wait {
+                fs4::FileExt::lock(&file)
+                    .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+            } else {
+                match fs4::FileExt::try_lock(&file) {
+                    Ok(()) => {}
+                    Err(fs4::TryLockError::WouldBlock) => return Ok(None),
+                    Err(fs4::TryLockError::Error(e)) => {
+                        return Err(format!("cannot lock {}: {e}", path.display()));
+                    }
+                }
+            }
+            let lock = SessionLock { file };
+            let held = lock.file.metadata().map_err(|e| e.to_string())?;
             match std::fs::symlink_metadata(&path) {
                 Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
-                    return Ok(SessionLock { file });
+                    return Ok(Some(lock));
                 }
                 _ => continue,
             }
@@ -358,7 +387,6 @@ impl StateDir {
         let Ok(entries) = std::fs::read_dir(&self.path) else {
             return;
         };
-        let now = SystemTime::now();
         for entry in entries.flatten().take(100_000) {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -377,30 +405,71 @@ impl StateDir {
             } else {
                 continue;
             };
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > keep_for));
-            if old {
-                // A session's counters file goes with its session (below), which retires it.
-                if let Some(key) = name.strip_suffix(super::metrics::SIDECAR_SUFFIX)
+            let old = entry.metadata().is_ok_and(|m| is_older_than(&m, keep_for));
+            if !old {
+                continue;
+            }
+            if !name.starts_with('.') && !name.contains(".corrupt-") {
+                // A session's state and lock go together, under its lock (below).
+                if let Some(key) = name.strip_suffix(".json")
+                    && !key.contains('.')
+                {
+                    self.remove_stale_session(key);
+                    continue;
+                }
+                if let Some(key) = name.strip_suffix(".lock") {
+                    self.remove_stale_lock(key);
+                    continue;
+                }
+                // A session's counters file and record go with its session, which retires them.
+                if let Some(key) = name
+                    .strip_suffix(super::metrics::SIDECAR_SUFFIX)
+                    .or_else(|| name.strip_suffix(super::trace_file::SUFFIX))
                     && self.state_path(key).exists()
                 {
                     continue;
                 }
-                // A stale session's counters go on counting in the retired ones.
-                if let Some(key) = name.strip_suffix(".json")
-                    && !key.contains('.')
-                {
-                    if let Ok(Some(st)) = read_state(&entry.path()) {
-                        super::metrics::retire(self, key, &st);
-                    }
-                    super::metrics::remove_sidecar(self, key);
-                    super::trace_file::remove(self, key);
-                }
-                let _ = std::fs::remove_file(entry.path());
             }
+            let _ = std::fs::remove_file(entry.path());
         }
+    }
+
+    /// Removes a stale session: its counters go on counting in the retired ones, then its
+    /// counters file, record, state and lock file go. Done under its lock, taken without waiting:
+    /// a session a call holds (or waits for) is in use, and two cleanups never retire it twice.
+    fn remove_stale_session(&self, key: &str) {
+        let Ok(Some(lock)) = self.try_lock(key) else {
+            return;
+        };
+        let path = self.state_path(key);
+        match std::fs::symlink_metadata(&path) {
+            // Saved meanwhile by a call that held the lock: in use.
+            Ok(m) if !is_older_than(&m, STALE_AFTER) => return,
+            Ok(_) => {
+                if let Ok(Some(st)) = read_state(&path) {
+                    super::metrics::retire(self, key, &st);
+                }
+                super::metrics::remove_sidecar(self, key);
+                super::trace_file::remove(self, key);
+                let _ = std::fs::remove_file(&path);
+            }
+            // Removed meanwhile (another cleanup, a `SessionEnd`): only the lock file is left.
+            Err(_) => {}
+        }
+        let _ = std::fs::remove_file(self.lock_path(key));
+        drop(lock);
+    }
+
+    /// Removes a stale lock file of a session that has no state: only while holding it (taken
+    /// without waiting), so no call ever holds a lock file that is gone.
+    fn remove_stale_lock(&self, key: &str) {
+        let Ok(Some(lock)) = self.try_lock(key) else {
+            return;
+        };
+        if std::fs::symlink_metadata(self.state_path(key)).is_err() {
+            let _ = std::fs::remove_file(self.lock_path(key));
+        }
+        drop(lock);
     }
 
     /// Every session file (for `status`): the key and the state, or why it cannot be read.
@@ -427,6 +496,15 @@ impl StateDir {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
+}
+
+/// Whether a file was last modified more than `age` ago.
+fn is_older_than(meta: &std::fs::Metadata, age: Duration) -> bool {
+    meta.modified().is_ok_and(|t| {
+        SystemTime::now()
+            .duration_since(t)
+            .is_ok_and(|since| since > age)
+    })
 }
 
 /// Reads a state file without following a symlink or blocking on a special file; `Ok(None)` when
@@ -526,5 +604,81 @@ mod tests {
         assert_eq!(meta.mode() & 0o777, 0o600);
         assert!(matches!(sd.load("j"), Loaded::State(s) if *s == state));
         assert_eq!(sd.list().len(), 1);
+    }
+
+    fn age(path: &Path) {
+        let old = SystemTime::now() - STALE_AFTER - Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    fn is_fresh(path: &Path) -> bool {
+        let meta = std::fs::metadata(path).unwrap();
+        !is_older_than(&meta, Duration::from_secs(3600))
+    }
+
+    #[test]
+    fn cleanup_never_removes_a_held_lock_and_taking_one_refreshes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sd = StateDir::open(&dir.path().join("s"), true).unwrap();
+        // Taking a lock sets its time: a session in use never has a stale lock file.
+        drop(sd.lock("a").unwrap());
+        age(&sd.lock_path("a"));
+        let held = sd.lock("a").unwrap();
+        assert!(is_fresh(&sd.lock_path("a")));
+        // Held and old (a first call, before its state exists): kept, and still exclusive.
+        age(&sd.lock_path("a"));
+        sd.cleanup();
+        assert!(sd.lock_path("a").exists());
+        assert!(sd.try_lock("a").unwrap().is_none());
+        // Free, old and without a state: removed.
+        drop(held);
+        sd.cleanup();
+        assert!(!sd.lock_path("a").exists());
+        // Old, free, but its session's state is there (and fresh): kept.
+        {
+            let _lock = sd.lock("b").unwrap();
+            sd.save("b", &SessionState::new("claude", "b", None, "p", 1), false)
+                .unwrap();
+        }
+        age(&sd.lock_path("b"));
+        sd.cleanup();
+        assert!(sd.lock_path("b").exists() && sd.state_path("b").exists());
+        // A stale session a call holds is left alone; once free, it goes with its lock file.
+        let held = sd.lock("b").unwrap();
+        age(&sd.state_path("b"));
+        age(&sd.lock_path("b"));
+        sd.cleanup();
+        assert!(sd.state_path("b").exists() && sd.lock_path("b").exists());
+        drop(held);
+        sd.cleanup();
+        assert!(!sd.state_path("b").exists() && !sd.lock_path("b").exists());
+    }
+
+    #[test]
+    fn a_lock_removed_by_its_holder_is_never_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let sd = StateDir::open(&dir.path().join("s"), true).unwrap();
+        let first = sd.lock("k").unwrap();
+        let waiter = {
+            let sd = sd.clone();
+            std::thread::spawn(move || {
+                let lock = sd.lock("k").unwrap();
+                let held = lock.file.metadata().unwrap();
+                let now = std::fs::symlink_metadata(sd.lock_path("k")).unwrap();
+                (held.ino(), now.ino())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        // The holder removes the lock file (a `SessionEnd`, a cleanup), then lets go: the waiter
+        // locked the removed file, sees it, and takes the path's new one.
+        sd.remove("k");
+        drop(first);
+        let (held, path) = waiter.join().unwrap();
+        assert_eq!(held, path);
     }
 }
