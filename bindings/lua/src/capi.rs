@@ -24,9 +24,7 @@ use std::os::raw::c_int;
 use std::sync::Arc;
 
 use agentbreaker::interop::{ArgKind, catch};
-use agentbreaker::{
-    BudgetBreaker, Error, FailureBreaker, IterationMetrics, StagnationBreaker, State,
-};
+use agentbreaker::{BudgetBreaker, Error, FailureBreaker, IterationMetrics, StagnationBreaker};
 use mlua::{AnyUserData, Lua, Table, ffi};
 use serde_json::Value as Json;
 
@@ -271,11 +269,6 @@ unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_in
             return checked(state);
         };
         let decision = or_raise(state, || Ok(breaker.check()));
-        let state_name = match decision.state {
-            State::Closed => c"CLOSED",
-            State::HalfOpen => c"HALF_OPEN",
-            State::Open => c"OPEN",
-        };
         let allow = c_int::from(decision.allow_continue);
         let reason = decision
             .reason
@@ -283,7 +276,8 @@ unsafe extern "C-unwind" fn stagnation_check(state: *mut ffi::lua_State) -> c_in
         ffi::lua_createtable(state, 0, 4);
         ffi::lua_pushboolean(state, allow);
         ffi::lua_setfield(state, -2, c"allowContinue".as_ptr());
-        ffi::lua_pushstring(state, state_name.as_ptr());
+        let name = decision.state.as_str(); // static, as the slug below
+        ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
         ffi::lua_setfield(state, -2, c"state".as_ptr());
         if reason.is_some() {
             ffi::lua_rotate(state, -2, 1);
