@@ -120,6 +120,67 @@ function toText(value) {
   }
 }
 
+/** Containers deeper than this are copied as text by `jsonSafe` (the Monitor takes 127). */
+const SAFE_DEPTH = 64
+
+/**
+ * `value` as the JSON values the Monitor takes, for an event it refused (a tool input a schema
+ * transformed into a BigInt, a cyclic object, ...): a BigInt as its decimal text, a number that
+ * is not finite, a function or a symbol as text, an object met again inside itself as
+ * `<cycle>`, a Map as an object (keys as text), a Set as an array, an object with `toJSON` (a
+ * Date) as what that returns, containers past 64 levels as text. Never throws.
+ */
+function jsonSafe(value, depth = 0, path = new Set()) {
+  try {
+    switch (typeof value) {
+      case 'string':
+      case 'boolean':
+        return value
+      case 'number':
+        return Number.isFinite(value) ? value : String(value)
+      case 'bigint':
+        return value.toString()
+      case 'undefined':
+        return null
+      case 'symbol':
+        return value.toString()
+      case 'function':
+        return `<function ${value.name || 'anonymous'}>`
+      default:
+        break
+    }
+    if (value === null) return null
+    if (path.has(value)) return '<cycle>'
+    if (depth >= SAFE_DEPTH) return toText(value)
+    path.add(value)
+    try {
+      if (Array.isArray(value) || value instanceof Set) {
+        return Array.from(value, (item) => jsonSafe(item, depth + 1, path))
+      }
+      if (value instanceof Map) {
+        const out = {}
+        for (const [key, item] of value) out[typeof key === 'string' ? key : toText(jsonSafe(key, depth + 1, path))] = jsonSafe(item, depth + 1, path)
+        return out
+      }
+      if (ArrayBuffer.isView(value) || value instanceof Error) return value instanceof Error ? errorText(value) : toText(value)
+      if (typeof value.toJSON === 'function') {
+        const json = value.toJSON()
+        if (json !== value) return jsonSafe(json, depth + 1, path)
+      }
+      const out = {}
+      for (const key of Object.keys(value)) {
+        const item = value[key]
+        if (item !== undefined) out[key] = jsonSafe(item, depth + 1, path)
+      }
+      return out
+    } finally {
+      path.delete(value)
+    }
+  } catch {
+    return '<unreadable>'
+  }
+}
+
 /** A failed call's text: an Error's name and message, anything else as text. */
 function errorText(error) {
   if (error instanceof Error || (error && typeof error === 'object' && typeof error.message === 'string')) {
@@ -195,6 +256,8 @@ class Watcher {
     /** The latest halt verdict of any run. */
     this.lastHalt = null
     this.runs = new Map() // in the order they opened
+    /** Events the Monitor refused even as their JSON-safe copy (or failed on): not watched. */
+    this.observeErrors = 0
   }
 
   run(task) {
@@ -209,16 +272,51 @@ class Watcher {
     return run
   }
 
-  /** Feeds one event of `run` to the monitor (a run whose task is '' counts for the Monitor's current task). */
+  /**
+   * Feeds one event of `run` to the monitor (a run whose task is '' counts for the Monitor's
+   * current task). Never throws: an event the Monitor refuses (INVALID_EVENT: a tool input
+   * holding a BigInt, a cycle, a function, nesting past its limit) is given again as its
+   * `jsonSafe` copy; if that fails too (or the Monitor failed), the event is counted in
+   * `observeErrors` (a warning the first time) and answered with a `continue` verdict: an
+   * adapter never stops or breaks a run by a fault of its own.
+   */
   observe(run, event) {
     if (run.task) event.taskId = run.task
-    const verdict = this.monitor.observe(event)
+    let verdict
+    try {
+      verdict = this.monitor.observe(event)
+    } catch (error) {
+      verdict = this.observeAgain(event, error)
+      if (verdict === null) return continueVerdict(event)
+    }
     // a halted task answers every later event with its halt until the Monitor is reset: any
     // other answer for a run still open means it was, and the run goes on (a run the adapter
     // closed keeps its halt: its late events reach a new task)
     if (run.halt !== null && verdict.action !== 'halt' && this.runs.get(run.task) === run) run.halt = null
     if (verdict.action !== 'continue') this.note(run, verdict)
     return verdict
+  }
+
+  /** The verdict of the event's JSON-safe copy, or null (counted, warned once) when that fails too. */
+  observeAgain(event, error) {
+    // INVALID_EVENT, or an error of the event itself (a getter that throws): try the copy
+    if (error && (error.code === 'INVALID_EVENT' || typeof error.code !== 'string')) {
+      try {
+        return this.monitor.observe(jsonSafe(event))
+      } catch (again) {
+        error = again
+      }
+    }
+    this.observeErrors += 1
+    if (this.observeErrors === 1) {
+      const code = (error && typeof error.code === 'string' && error.code) || 'ERROR'
+      const message = error && typeof error.message === 'string' ? error.message : toText(error)
+      process.emitWarning(`agentbreaker: an event was not watched (${code}: ${message})`, {
+        type: 'AgentBreakerWarning',
+        code: 'AGENTBREAKER_OBSERVE',
+      })
+    }
+    return null
   }
 
   note(run, verdict) {
@@ -250,6 +348,20 @@ class Watcher {
   }
 }
 
+/** The answer to an event that could not be watched: the run goes on. */
+function continueVerdict(event) {
+  const task = event && event.taskId
+  return {
+    action: 'continue',
+    reason: null,
+    message: null,
+    nudge: null,
+    taskId: typeof task === 'string' ? task : null,
+    step: 0,
+    detail: null,
+  }
+}
+
 /** Calls `fn` (a user's callback) and awaits it when it returns a promise. */
 async function callMaybe(fn, ...args) {
   return fn === undefined || fn === null ? undefined : await fn(...args)
@@ -267,6 +379,7 @@ module.exports = {
   haltContext,
   haltText,
   invalidArgument,
+  jsonSafe,
   loadFramework,
   makeMonitor,
   needFramework,

@@ -9,7 +9,10 @@ export type PrepareStepOptions = Parameters<PrepareStepFunction<any>>[0]
 export interface AgentBreakerOptions extends MonitorConfig {
   /** The Monitor to feed (else a new one from the settings). */
   monitor?: Monitor
-  /** The run's task id in the Monitor (default: a new id). */
+  /**
+   * Every run's task id in the Monitor (default: a new id per run). Each run still starts from
+   * zero (the task is closed first); runs of the guard at once then share the task.
+   */
   taskId?: string
   /**
    * 'stop' (default): the run ends normally after the halting step; 'throw': `stopWhen` throws
@@ -31,10 +34,22 @@ export interface AgentBreakerOptions extends MonitorConfig {
   onStepFinish?: (step: StepResult<any>) => PromiseLike<void> | void
 }
 
+/** One run of a guard, as `runOf()` answers it. */
+export interface AgentBreakerRun {
+  /** The run's task id in the Monitor. */
+  taskId: string
+  /** The run's last warn or halt verdict (null while it is healthy). */
+  verdict: RuleVerdict | null
+  /** The halt verdict, once the Monitor halted the run. */
+  halt: RuleVerdict | null
+  halted: boolean
+}
+
 /**
  * The guard: spread it into `generateText`, `streamText` or `new ToolLoopAgent` (`...guard` gives
- * exactly `stopWhen`, `prepareStep`, `onStepEnd` and `onStepFinish`). `R`: what your own
- * `prepareStep` returns.
+ * exactly `stopWhen`, `prepareStep`, `onStepEnd` and `onStepFinish`). Every run (each
+ * `generateText`/`streamText` call, each `agent.generate()`/`agent.stream()`) is a task of its own
+ * in the Monitor, with its own nudges and halt. `R`: what your own `prepareStep` returns.
  */
 export declare class AgentBreaker<R = undefined> {
   /** True once the Monitor halted the run (onHalt 'throw': throws), at `maxSteps`, or when one of yours is. */
@@ -47,14 +62,19 @@ export declare class AgentBreaker<R = undefined> {
   readonly onStepFinish: (step: StepResult<any>) => Promise<void>
   /** The Monitor. */
   get monitor(): Monitor
-  /** The run's task id in the Monitor. */
+  /** The latest run's task id in the Monitor (before the first run: the id it will have). */
   get taskId(): string
-  /** The run's last warn or halt verdict (null while it is healthy); a halted run ends with its halt. */
+  /** The latest run's last warn or halt verdict (null while it is healthy); a halted run ends with its halt. */
   get verdict(): RuleVerdict | null
-  /** The halt verdict, once the Monitor halted the run. */
+  /** The latest run's halt verdict, once the Monitor halted it. */
   get halt(): RuleVerdict | null
+  /** The latest run was halted. */
   get halted(): boolean
-  /** Closes the run's task and starts a new run from zero. */
+  /** Events the Monitor refused even as their JSON-safe copy: not watched (a warning the first time). */
+  get observeErrors(): number
+  /** The run whose steps these are (`result.steps`, `await stream.steps`); null for steps of no run of this guard. */
+  runOf(steps: ReadonlyArray<StepResult<any>>): AgentBreakerRun | null
+  /** Closes the task of every run of the guard: the next run starts from zero with a new task id. */
   reset(): void
 }
 

@@ -278,3 +278,191 @@ test('breakerStopWhen(monitor): a StopCondition for a Monitor you feed yourself;
   assert.ok(!monitor.status().tasks.some((t) => t.taskId === first), 'the old run is closed')
   assert.deepEqual(Object.keys({ ...guard }).sort(), ['onStepEnd', 'onStepFinish', 'prepareStep', 'stopWhen'])
 })
+
+// ---- one guard, many runs -------------------------------------------------------------------
+
+/**
+ * A model for several runs at once: the run's first user message says what it is. 'stuck': the
+ * same failing run_tests call, whatever it is told; else the healthy script, one turn per tool
+ * result the run has had. Each call is recorded with its run's name.
+ */
+function runsModel({ streamed = false, chunkDelayInMs = null } = {}) {
+  const healthyTurns = healthy().turns
+  const calls = []
+  let id = 0
+  const answer = (prompt) => {
+    const user = prompt.find((m) => m.role === 'user')
+    const name = user.content.map((p) => p.text || '').join('')
+    calls.push({ name, prompt })
+    let turn
+    if (name.includes('stuck')) turn = stuck().turns[0]
+    else turn = healthyTurns[Math.min(prompt.filter((m) => m.role === 'tool').length, healthyTurns.length - 1)]
+    const [text, call] = turn
+    const content = [{ type: 'text', text }]
+    if (call) content.push({ type: 'tool-call', toolCallId: `call_${++id}`, toolName: call[0], input: JSON.stringify(call[1]) })
+    return { content, finish: call ? 'tool-calls' : 'stop' }
+  }
+  const model = new MockLanguageModelV3({
+    doGenerate: async ({ prompt }) => {
+      const { content, finish } = answer(prompt)
+      return { content, finishReason: { unified: finish, raw: finish }, usage: usage(), warnings: [] }
+    },
+    doStream: async ({ prompt }) => {
+      const { content, finish } = answer(prompt)
+      const chunks = [{ type: 'stream-start', warnings: [] }]
+      for (const part of content) {
+        if (part.type === 'text') {
+          chunks.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: part.text }, { type: 'text-end', id: 't' })
+        } else {
+          chunks.push(part)
+        }
+      }
+      chunks.push({ type: 'finish', finishReason: { unified: finish, raw: finish }, usage: usage() })
+      return { stream: simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs }) }
+    },
+  })
+  const tools = { ...stuck().tools, ...healthy().tools }
+  const ofRun = (name) => calls.filter((c) => c.name === name).map((c) => c.prompt)
+  return { model, tools, calls, ofRun, streamed }
+}
+
+/** Runs `prompt` on the guard through `mode`: 'generateText', 'streamText', 'agent.generate', 'agent.stream'. */
+async function runOn(mode, setup, guard, prompt, agent) {
+  const { model, tools } = setup
+  if (mode === 'generateText') return generateText({ model, tools, prompt, ...guard })
+  let result
+  if (mode === 'streamText') result = streamText({ model, tools, prompt, ...guard })
+  else if (mode === 'agent.generate') return agent.generate({ prompt })
+  else result = await agent.stream({ prompt })
+  for await (const _ of result.textStream);
+  const steps = await result.steps
+  return { text: steps[steps.length - 1].text, steps, finishReason: await result.finishReason }
+}
+
+const MODES = ['generateText', 'streamText', 'agent.generate', 'agent.stream']
+
+function assertStuckPrompts(prompts) {
+  assert.equal(prompts.length, 5, 'five model calls, none after the halt')
+  assert.ok(lastMessageText(prompts[3]).startsWith(NUDGE), lastMessageText(prompts[3]))
+  for (const i of [0, 1, 2]) assert.ok(!JSON.stringify(prompts[i]).includes('[agentbreaker]'), `call ${i + 1}`)
+  assert.ok(!lastMessageText(prompts[4]).includes('[agentbreaker]'))
+}
+
+test('one guard, one run after another: a run ended by a step limit leaves nothing to the next (its own task, nudges, halt)', async () => {
+  for (const mode of MODES) {
+    const setup = runsModel()
+    let cap = 3
+    const guard = agentBreaker({ stopWhen: ({ steps }) => steps.length >= cap })
+    const agent = new ToolLoopAgent({ model: setup.model, tools: setup.tools, ...guard })
+    // run 1: warned at its third step, ended there by the step limit: its nudge was never read
+    const first = await runOn(mode, setup, guard, 'stuck 1', agent)
+    assert.equal(first.steps.length, 3, mode)
+    assert.equal(guard.verdict.action, 'warn', mode)
+    const firstTask = guard.taskId
+    cap = Infinity
+    // run 2, the same stuck agent: counted from zero, nudged before its own fourth call, halted at its fifth
+    const second = await runOn(mode, setup, guard, 'stuck 2', agent)
+    assert.equal(second.steps.length, 5, mode)
+    assertStuckPrompts(setup.ofRun('stuck 2'))
+    assert.notEqual(guard.taskId, firstTask, mode)
+    assert.equal(guard.halted, true, mode)
+    assert.equal(guard.halt.step, 5, mode)
+    assert.equal(guard.halt.reason, 'repeated_step', mode)
+    assert.equal(guard.runOf(first.steps).halted, false, mode)
+    assert.equal(guard.runOf(first.steps).taskId, firstTask, mode)
+    assert.equal(guard.runOf(second.steps).halt, guard.halt, mode)
+    const tasks = guard.monitor.status().tasks.map((t) => t.taskId)
+    assert.deepEqual(tasks, [guard.taskId], `${mode}: the ended run's task is closed when the next starts`)
+  }
+  // the guard's own maxSteps: each run gets its steps, and its warning at its own third step
+  const setup = runsModel()
+  const guard = agentBreaker({ maxSteps: 3 })
+  for (const name of ['stuck 1', 'stuck 2']) {
+    const result = await generateText({ model: setup.model, tools: setup.tools, prompt: name, ...guard })
+    assert.equal(result.steps.length, 3)
+    assert.equal(guard.halted, false)
+    assert.equal(guard.verdict.step, 3)
+    assert.ok(setup.ofRun(name).every((p) => !JSON.stringify(p).includes('[agentbreaker]')))
+  }
+})
+
+test('one guard: a healthy run after a halted one runs to its normal end', async () => {
+  for (const mode of MODES) {
+    const setup = runsModel()
+    const guard = agentBreaker()
+    const agent = new ToolLoopAgent({ model: setup.model, tools: setup.tools, ...guard })
+    const halted = await runOn(mode, setup, guard, 'stuck', agent)
+    assert.equal(halted.steps.length, 5, mode)
+    assert.equal(guard.halted, true, mode)
+    const haltedTask = guard.taskId
+    const done = await runOn(mode, setup, guard, 'healthy', agent)
+    assert.equal(done.steps.length, 7, mode)
+    assert.equal(done.finishReason, 'stop', mode)
+    assert.equal(done.text, 'The login test passes now.', mode)
+    assert.equal(guard.halted, false, mode)
+    assert.equal(guard.verdict, null, mode)
+    assert.ok(setup.ofRun('healthy').every((p) => !JSON.stringify(p).includes('[agentbreaker]')), mode)
+    assert.ok(!guard.monitor.status().tasks.some((t) => t.taskId === haltedTask), `${mode}: the halted run's task is closed`)
+    assert.equal(guard.runOf(halted.steps).halted, true, mode)
+  }
+})
+
+test('one guard: runs at once are separate tasks, each with its own nudges and halt', async () => {
+  for (const mode of MODES) {
+    for (const chunkDelayInMs of [null, 1]) {
+      const setup = runsModel({ chunkDelayInMs })
+      const seen = []
+      const guard = agentBreaker({ onStepEnd: (step) => seen.push(step.stepNumber) })
+      const agent = new ToolLoopAgent({ model: setup.model, tools: setup.tools, ...guard })
+      const [a, b, c] = await Promise.all([
+        runOn(mode, setup, guard, 'healthy A', agent),
+        runOn(mode, setup, guard, 'stuck B', agent),
+        runOn(mode, setup, guard, 'healthy C', agent),
+      ])
+      const label = `${mode}, delay ${chunkDelayInMs}`
+      for (const [name, result] of [['healthy A', a], ['healthy C', c]]) {
+        assert.equal(result.steps.length, 7, `${label}: ${name}`)
+        assert.equal(result.finishReason, 'stop', `${label}: ${name}`)
+        assert.ok(setup.ofRun(name).every((p) => !JSON.stringify(p).includes('[agentbreaker]')), `${label}: ${name}`)
+        assert.equal(guard.runOf(result.steps).verdict, null, `${label}: ${name}`)
+      }
+      assert.equal(b.steps.length, 5, label)
+      assertStuckPrompts(setup.ofRun('stuck B'))
+      const run = guard.runOf(b.steps)
+      assert.equal(run.halt.step, 5, label)
+      assert.equal(run.halt.reason, 'repeated_step', label)
+      const status = guard.monitor.status().tasks
+      assert.equal(new Set([a, b, c].map((r) => guard.runOf(r.steps).taskId)).size, 3, label)
+      for (const r of [a, b, c]) {
+        const task = status.find((t) => t.taskId === guard.runOf(r.steps).taskId)
+        assert.equal(task.toolCalls, r.steps.length === 7 ? 6 : 5, label)
+      }
+      assert.equal(seen.length, 7 + 5 + 7, label)
+    }
+  }
+})
+
+test('a tool input that is not JSON (a BigInt from a zod transform) is watched as text: the step counts and your onStepEnd runs', async () => {
+  const failing = {
+    fetch_row: tool({
+      description: 'A row by id',
+      inputSchema: z.object({ id: z.string().transform((s) => BigInt(s)) }),
+      execute: async ({ id }) => {
+        throw new Error(`row ${id}: connection refused`)
+      },
+    }),
+  }
+  const seen = []
+  const guard = agentBreaker({ onStepEnd: (step) => seen.push(step.toolCalls.map((c) => typeof c.input.id)) })
+  const model = generateModel([['Fetching the row.', ['fetch_row', { id: '12345678901234567890' }]]])
+  const result = await generateText({ model, tools: failing, prompt: 'x', ...guard })
+  // the same failing call with the same (BigInt) input: nudged at 3, halted at 5, as any other
+  assert.equal(result.steps.length, 5)
+  assert.deepEqual(seen, Array(5).fill(['bigint']))
+  assert.equal(guard.halt.reason, 'repeated_step')
+  assert.equal(guard.halt.step, 5)
+  assert.ok(lastMessageText(model.doGenerateCalls[3].prompt).startsWith('[agentbreaker] You have run `fetch_row'))
+  const status = guard.monitor.status().tasks.find((t) => t.taskId === guard.taskId)
+  assert.equal(status.toolCalls, 5)
+  assert.equal(guard.observeErrors, 0)
+})
