@@ -229,7 +229,9 @@ test('a refused password is IO and never shown', async (t) => {
     return true
   })
   const breaker = new ab.FailureBreaker({ store: server.url(secret), key: 'pw', failureThreshold: 2 })
-  const shown = [JSON.stringify(breaker.storeStatus())]
+  const monitor = new ab.Monitor({ store: server.url(secret), key: 'pw' })
+  const shown = [JSON.stringify(breaker.storeStatus()), JSON.stringify(monitor.config)]
+  assert.equal(monitor.config.store, `redis://:***@127.0.0.1:${server.port}/0`)
   breaker.on('stateChange', (e) => shown.push(JSON.stringify(e)))
   breaker.recordFailure('x')
   breaker.recordFailure('x')

@@ -279,6 +279,8 @@ def test_the_password_never_appears() -> None:
         breaker.add_listener(events.append)
         monitor.add_listener(events.append)
         shown: List[str] = [repr(breaker), repr(monitor), str(breaker.store_status())]
+        shown += [str(breaker.config), str(monitor.config)]
+        assert ":***@" in monitor.config["store"] and ":***@" in breaker.config["store"]
         server.kill()
         for _ in range(3):
             breaker.record_failure("x")

@@ -367,6 +367,139 @@ fn a_restarted_empty_server_is_reread_and_a_flushed_script_reloaded() {
     assert!(warnings(&seen).is_empty(), "{:?}", warnings(&seen));
 }
 
+/// The breaker's keys deleted (`DEL`) in the middle of a fleet's life: the state the next script
+/// creates is new to every process, whichever process created the old one.
+#[test]
+#[ignore = "needs redis-server: run by make test-redis"]
+fn deleted_keys_start_a_state_every_process_follows() {
+    a_wiped_store_starts_a_state_every_process_follows("deleted", false);
+}
+
+/// The same with the whole database flushed (`FLUSHDB`).
+#[test]
+#[ignore = "needs redis-server: run by make test-redis"]
+fn a_flushed_database_starts_a_state_every_process_follows() {
+    a_wiped_store_starts_a_state_every_process_follows("flushed", true);
+}
+
+/// Each round raises the epoch well past what a new state reaches (failures and successes),
+/// wipes the store and has one process fail three times and another twice: the fifth failure
+/// opens the new state once, in the process that recorded it; every other process hears of it
+/// within contract §12's 50 ms (the median; pub/sub), a `status()` that reads OPEN makes the
+/// next permission a refusal at once, every permission is refused, and one probe is granted
+/// fleet-wide. The process that created the wiped state re-creates it in half of the rounds
+/// (before the fix it gave the new state its old generation, epoch 1, and every process ignored
+/// the new state's news until its epoch passed the old one).
+fn a_wiped_store_starts_a_state_every_process_follows(key: &str, flush: bool) {
+    let server = RedisServer::start();
+    let clock = ManualClock::shared(0);
+    let fleet: Vec<(FailureBreaker, Seen)> = (0..3)
+        .map(|_| breaker(config(&server.url(), key), &clock))
+        .collect();
+    let [state_key, probes_key, history_key] = agentbreaker::failure::failure_keys(key);
+    let hget = |field: &str| server.cli(&["HGET", &state_key, field]).trim().to_string();
+    let opened = |seen: &Seen| {
+        changes(seen)
+            .into_iter()
+            .filter(|c| *c == (State::Closed, State::Open))
+            .count()
+    };
+    let mut generations = Vec::new();
+    let mut heard = Vec::new();
+    for round in 0..6 {
+        // a re-creates in rounds 0, 1, 4 and 5, b in 2 and 3: in rounds 1, 3 and 5 the process
+        // that created the wiped state creates the new one.
+        let c = (round / 2) % 2;
+        let (creator, opener, reader) = (&fleet[c].0, &fleet[(c + 1) % 3].0, &fleet[(c + 2) % 3].0);
+        for _ in 0..10 {
+            creator.record_failure("warm-up");
+            creator.record_success();
+        }
+        let old_epoch: u64 = hget("epoch").parse().unwrap();
+        assert!(old_epoch >= 20, "round {round}: epoch {old_epoch}");
+        assert!(eventually(Duration::from_secs(2), || {
+            fleet.iter().all(|(b, _)| b.state() == State::Closed)
+        }));
+
+        if flush {
+            assert!(server.cli(&["FLUSHDB"]).contains("OK"));
+        } else {
+            server.cli(&["DEL", &state_key, &probes_key, &history_key]);
+        }
+        assert_eq!(server.cli(&["EXISTS", &state_key]).trim(), "0");
+        let opened_before: Vec<usize> = fleet.iter().map(|(_, seen)| opened(seen)).collect();
+
+        for _ in 0..3 {
+            creator.record_failure("boom");
+        }
+        assert_eq!(creator.state(), State::Closed);
+        assert!(opener.should_allow_operation().allowed);
+        opener.record_failure("boom");
+        opener.record_failure("boom");
+        let t = Instant::now();
+        assert_eq!(opener.state(), State::Open, "round {round}: the opener");
+        // A status that reads OPEN is a refusal at once, whatever pub/sub has delivered.
+        assert_eq!(reader.status().state, State::Open, "round {round}");
+        assert!(
+            !reader.should_allow_operation().allowed,
+            "round {round}: a permission after a status that read OPEN"
+        );
+        assert!(
+            eventually(Duration::from_secs(2), || {
+                fleet.iter().all(|(b, _)| b.state() == State::Open)
+            }),
+            "round {round}: states {:?} while the store says OPEN",
+            fleet.iter().map(|(b, _)| b.state()).collect::<Vec<_>>()
+        );
+        heard.push(t.elapsed());
+        assert_eq!(hget("state"), "OPEN", "round {round}");
+        assert_eq!(hget("failures"), "5", "round {round}: no failure lost");
+        for (i, (b, _)) in fleet.iter().enumerate() {
+            assert!(
+                !b.should_allow_operation().allowed,
+                "round {round}: breaker {i} allowed while the store says OPEN"
+            );
+        }
+        // One stateChange, in the process whose failure opened the new state.
+        let opened_after: Vec<usize> = fleet.iter().map(|(_, seen)| opened(seen)).collect();
+        for i in 0..3 {
+            let expected = opened_before[i] + usize::from(i == (c + 1) % 3);
+            assert_eq!(opened_after[i], expected, "round {round}: breaker {i}");
+        }
+        let generation = hget("gen");
+        assert!(
+            !generations.contains(&generation),
+            "round {round}: generation {generation} again"
+        );
+        generations.push(generation);
+
+        // One probe fleet-wide; its success closes the circuit for everyone.
+        clock.advance(30_000);
+        let allowed: Vec<usize> = (0..3)
+            .filter(|&i| fleet[i].0.should_allow_operation().allowed)
+            .collect();
+        assert_eq!(
+            allowed.len(),
+            1,
+            "round {round}: probes granted to {allowed:?}"
+        );
+        fleet[allowed[0]].0.record_success();
+        assert_eq!(hget("state"), "CLOSED");
+        assert!(eventually(Duration::from_secs(2), || {
+            fleet.iter().all(|(b, _)| b.state() == State::Closed)
+        }));
+    }
+    heard.sort();
+    let median = heard[heard.len() / 2];
+    let slowest = heard[heard.len() - 1];
+    eprintln!(
+        "after a wipe every breaker heard of the opening after {median:?} (median), \
+         {slowest:?} (slowest)"
+    );
+    assert!(median <= Duration::from_millis(50), "median {median:?}");
+    assert!(slowest <= Duration::from_millis(500), "slowest {slowest:?}");
+}
+
 #[test]
 #[ignore = "needs redis-server: run by make test-redis"]
 fn store_failure_closed_refuses_until_the_store_answers() {
@@ -741,4 +874,201 @@ fn the_documented_acl_permissions_suffice() {
     // Another prefix is out of the user's reach: a refusal at construction.
     let e = FailureBreaker::with_clock(config(&url, "other"), clock.clone()).unwrap_err();
     assert_eq!(e.code(), "IO", "{e}");
+}
+
+/// A Monitor's shared budget through outages (contract §12, docs/distributed.md, "A Monitor's
+/// budgets"): what a task counted during an outage is added once, even when the call that carries
+/// it times out after the server ran it, and it is not lost when the task is closed (or the
+/// Monitor dropped) before its next counted event.
+mod monitor_outage_counts {
+    use super::*;
+    use agentbreaker::Monitor;
+    use serde_json::Value;
+
+    fn monitor(server: &RedisServer, key: &str, clock: &Arc<ManualClock>) -> (Monitor, Seen) {
+        let c = json!({
+            "profile": "seed",
+            "store": server.url(),
+            "key": key,
+            "storeTimeoutMs": 200,
+            "budget": {"maxToolCallsPerTask": 100_000, "maxTokenSpendCentsPerTask": 100_000},
+            "stagnation": {"noProgressThreshold": 100_000, "sameErrorThreshold": 100_000},
+        });
+        let m = Monitor::from_json(&c, clock.clone()).unwrap();
+        let seen: Seen = Arc::default();
+        let s = Arc::clone(&seen);
+        m.add_listener(Arc::new(move |e| {
+            s.lock().unwrap().push(e.clone());
+            Ok(())
+        }));
+        assert!(eventually(Duration::from_secs(10), || shared(&m)));
+        (m, seen)
+    }
+
+    fn shared(m: &Monitor) -> bool {
+        m.store_status().unwrap().mode == StoreMode::Shared
+    }
+
+    fn tool(m: &Monitor, task: &str) {
+        let v = m
+            .observe(&json!({"type": "tool_use", "taskId": task, "name": "search", "input": {}}))
+            .unwrap();
+        assert!(!v.is_halt(), "{v:?}");
+    }
+
+    fn done(m: &Monitor, task: &str) {
+        m.observe(&json!({"type": "heartbeat", "taskId": task, "phase": "done"}))
+            .unwrap();
+    }
+
+    /// A task's field in the store ("" when there is none).
+    fn stored(server: &RedisServer, key: &str, task: &str, field: &str) -> String {
+        server
+            .cli(&["HGET", &format!("{key}:task:{task}"), field])
+            .trim()
+            .to_string()
+    }
+
+    fn calls(server: &RedisServer, key: &str, task: &str) -> u64 {
+        stored(server, key, task, "toolCalls").parse().unwrap_or(0)
+    }
+
+    fn task_calls(m: &Monitor, task: &str) -> Value {
+        let status = m.status();
+        let tasks = status["tasks"].as_array().unwrap();
+        let t = tasks.iter().find(|t| t["taskId"] == task).unwrap();
+        t["toolCalls"].clone()
+    }
+
+    fn store_warnings(seen: &Seen) -> Vec<String> {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                Event::Warning { message, .. } => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The server keeps what it has (SAVE), goes away, and comes back with it; the monitor
+    /// counts `n` calls of `task` alone in between and has rejoined at the end.
+    fn outage(server: &mut RedisServer, m: &Monitor, task: &str, n: usize) {
+        assert!(server.cli(&["SAVE"]).contains("OK"));
+        server.kill();
+        for _ in 0..n {
+            tool(m, task);
+        }
+        assert_eq!(m.store_status().unwrap().mode, StoreMode::Local);
+        server.restart();
+        assert!(
+            eventually(Duration::from_secs(10), || shared(m)),
+            "rejoined"
+        );
+    }
+
+    /// The call that carries an outage's counts times out after the server ran it (paused with
+    /// SIGSTOP past storeTimeoutMs while the call is in flight, then SIGCONT): sent again, the
+    /// counts are not added a second time.
+    #[test]
+    #[ignore = "needs redis-server: run by make test-redis"]
+    fn an_outages_counts_are_added_once_when_their_call_timed_out_after_it_ran() {
+        let mut server = RedisServer::start();
+        let clock = ManualClock::shared(0);
+        let (m, _) = monitor(&server, "once", &clock);
+        for _ in 0..5 {
+            tool(&m, "t");
+        }
+        assert_eq!(calls(&server, "once", "t"), 5);
+        outage(&mut server, &m, "t", 50);
+        assert_eq!(calls(&server, "once", "t"), 5, "the saved totals");
+        // The first call after the rejoin carries the 50 calls and its own; the server is paused
+        // while it is in flight, so it times out, and the server runs it when it wakes.
+        server.pause();
+        let started = Instant::now();
+        tool(&m, "t");
+        assert!(started.elapsed() >= Duration::from_millis(150));
+        assert_eq!(m.store_status().unwrap().mode, StoreMode::Local);
+        assert_eq!(task_calls(&m, "t"), 56, "counted locally");
+        server.resume();
+        assert!(
+            eventually(Duration::from_secs(10), || calls(&server, "once", "t")
+                == 56),
+            "the call that timed out ran: {}",
+            calls(&server, "once", "t")
+        );
+        assert!(eventually(Duration::from_secs(10), || shared(&m)));
+        // The next call sends the same counts again (the store cannot have confirmed them):
+        // they are not added twice.
+        tool(&m, "t");
+        assert_eq!(
+            calls(&server, "once", "t"),
+            57,
+            "5 + 50 + 2 calls were made"
+        );
+        assert_eq!(stored(&server, "once", "t", "tool:search"), "57");
+        assert_eq!(task_calls(&m, "t"), 57);
+        tool(&m, "t");
+        assert_eq!(calls(&server, "once", "t"), 58);
+    }
+
+    /// A task closed (a `done` heartbeat) or a Monitor dropped before the task's next counted
+    /// event after an outage: what it counted alone is sent then. Closed while the store is
+    /// still down: a warning says what is missing. `reset()` forgets it without sending.
+    #[test]
+    #[ignore = "needs redis-server: run by make test-redis"]
+    fn an_outages_counts_are_sent_when_the_task_is_closed_or_the_monitor_dropped() {
+        let mut server = RedisServer::start();
+        let clock = ManualClock::shared(0);
+        let (m, seen) = monitor(&server, "close", &clock);
+        let (dropped, _) = monitor(&server, "close", &clock);
+        let (reset, _) = monitor(&server, "close", &clock);
+        for task in ["a", "b", "c"] {
+            tool(&m, task);
+        }
+        tool(&dropped, "d");
+        tool(&reset, "r");
+        assert!(server.cli(&["SAVE"]).contains("OK"));
+        server.kill();
+        for _ in 0..4 {
+            tool(&m, "a");
+            tool(&dropped, "d");
+            tool(&reset, "r");
+        }
+        tool(&m, "c");
+        tool(&m, "c");
+        server.restart();
+        for mon in [&m, &dropped, &reset] {
+            assert!(eventually(Duration::from_secs(10), || shared(mon)));
+        }
+        assert_eq!(calls(&server, "close", "a"), 1, "the saved totals");
+        // Closed: the four calls go to the store before the task is forgotten here.
+        done(&m, "a");
+        assert_eq!(calls(&server, "close", "a"), 5);
+        assert!(m.status()["tasks"].as_array().unwrap().len() == 2);
+        // Dropped: likewise for each task.
+        drop(dropped);
+        assert_eq!(calls(&server, "close", "d"), 5);
+        // reset(): forgets this process's tasks, what they counted alone too.
+        reset.reset();
+        assert_eq!(calls(&server, "close", "r"), 1);
+        tool(&reset, "r");
+        assert_eq!(calls(&server, "close", "r"), 2);
+        // A task with nothing pending closes without a round trip.
+        let before = server.evalsha_calls();
+        done(&m, "b");
+        assert_eq!(server.evalsha_calls(), before);
+        // Closed while the store is down: nothing can be sent, and a warning says what is lost.
+        server.kill();
+        tool(&m, "c");
+        assert_eq!(m.store_status().unwrap().mode, StoreMode::Local);
+        done(&m, "c");
+        let w = store_warnings(&seen);
+        let last = w.last().unwrap();
+        assert!(
+            last.starts_with("Task c closed before the budget counters at redis://127.0.0.1:"),
+            "{w:?}"
+        );
+        assert!(last.contains("(3 tool calls, 0 cents)"), "{last}");
+    }
 }

@@ -18,7 +18,7 @@
 //! permission. When the link is up again the next call announces the rejoin and the shared state
 //! decides again.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -239,8 +239,9 @@ impl ViewCell {
     }
 
     /// Applies a summary: always when `force` (a fresh read after connecting), otherwise when it
-    /// is newer than the view (another generation, or a later epoch; a script reply also at the
-    /// same epoch, whose counts are as fresh as any).
+    /// is newer than the view: another generation whatever its epoch (a state created afresh
+    /// starts again at epoch 1, or 0 while the key is missing), or a later epoch; a script reply
+    /// also at the same epoch, whose counts are as fresh as any.
     fn apply(&self, s: &Summary, force: bool, reply: bool) {
         let mut v = self.lock();
         let newer =
@@ -309,7 +310,9 @@ pub(super) struct Shared {
     view: Arc<ViewCell>,
     prefix: String,
     keys: [String; 3],
+    /// This process's random id; with `calls`, the generation of a state a call creates.
     nonce: String,
+    calls: AtomicU64,
     on_failure: StoreFailure,
     timeout: Duration,
     // The config's numbers as the scripts take them.
@@ -333,7 +336,7 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-/// A fresh generation id for a state this process creates.
+/// A random id for this breaker: the first part of the generation of every state it creates.
 fn nonce() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -377,6 +380,7 @@ impl Shared {
             prefix,
             keys,
             nonce: nonce(),
+            calls: AtomicU64::new(0),
             on_failure: config.store_failure,
             timeout,
             threshold: config.failure_threshold.to_string(),
@@ -393,6 +397,16 @@ impl Shared {
 
     fn keys(&self) -> [&str; 3] {
         self.keys.each_ref().map(String::as_str)
+    }
+
+    /// The generation of the state a script creates if the key is missing: fresh for every call
+    /// (this breaker's random id and the number of its calls), so a state created again after
+    /// its keys were deleted, flushed or evicted never has the generation of an earlier one,
+    /// and every process applies its news whatever the epochs (the old epoch may be far
+    /// above the new state's).
+    fn generation(&self) -> String {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{n:x}", self.nonce)
     }
 
     fn deadline(&self) -> Instant {
@@ -574,8 +588,9 @@ impl FailureBreaker {
             return self.refusal_while_down();
         };
         let now_text = now.to_string();
+        let generation = shared.generation();
         let args = [
-            shared.nonce.as_str(),
+            generation.as_str(),
             &now_text,
             &shared.cooldown,
             &shared.multiplier,
@@ -654,7 +669,7 @@ impl FailureBreaker {
             return self.outcome_dropped();
         };
         let reply = link
-            .eval(SUCCESS, &shared.keys(), &[&shared.nonce], deadline)
+            .eval(SUCCESS, &shared.keys(), &[&shared.generation()], deadline)
             .and_then(parse_reply);
         let (summary, extra) = match reply {
             Ok(r) => r,
@@ -695,8 +710,9 @@ impl FailureBreaker {
             return false;
         };
         let now_text = now.to_string();
+        let generation = shared.generation();
         let args = [
-            shared.nonce.as_str(),
+            generation.as_str(),
             &now_text,
             error,
             fp.unwrap_or(""),
@@ -854,7 +870,7 @@ impl FailureBreaker {
             return false;
         };
         let reply = link
-            .eval(RESET, &shared.keys(), &[&shared.nonce], deadline)
+            .eval(RESET, &shared.keys(), &[&shared.generation()], deadline)
             .and_then(parse_reply);
         let (summary, extra) = match reply {
             Ok(r) => r,
@@ -916,7 +932,8 @@ impl FailureBreaker {
             level.to_string(),
             snapshot.trips.to_string(),
         ];
-        let mut args: Vec<&str> = vec![&shared.nonce, state_name(state)];
+        let generation = shared.generation();
+        let mut args: Vec<&str> = vec![&generation, state_name(state)];
         args.extend(numbers.iter().map(String::as_str));
         args.extend(entries.iter().map(String::as_str));
         let Some(mut link) = self.enter() else {
@@ -1062,6 +1079,16 @@ mod tests {
         );
         cell.apply(&s("b", 0, State::HalfOpen), true, true);
         assert_eq!(cell.lock().state, State::HalfOpen, "a fresh read is taken");
+        // The keys deleted at epoch 20 and the state created again: another generation, at a
+        // lower epoch, is taken from a message and from a reply; so is the missing state ('').
+        cell.apply(&s("b", 20, State::Closed), false, false);
+        cell.apply(&s("c", 2, State::Open), false, false);
+        assert_eq!(cell.lock().state, State::Open, "a new state's message");
+        cell.apply(&s("", 0, State::Closed), false, true);
+        assert_eq!(cell.lock().state, State::Closed, "the missing state");
+        cell.apply(&s("d", 1, State::HalfOpen), false, true);
+        assert_eq!(cell.lock().state, State::HalfOpen, "a new state's reply");
+        cell.apply(&s("b", 0, State::HalfOpen), true, true);
         // The fast paths need the link up and no rejoin to announce.
         assert!(!cell.closed.load(Ordering::SeqCst));
         cell.apply(&s("b", 1, State::Closed), false, false);

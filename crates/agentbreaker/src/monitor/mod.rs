@@ -327,6 +327,9 @@ impl Monitor {
                 m.updates
                     .push(metrics::task_end(task.step_number(), outcome));
             }
+            if let Some(i) = inner.index(id) {
+                self.flush(&mut inner.tasks[i], now);
+            }
             inner.close(id);
             return Ok(Verdict::proceed(Some(id.to_string()), 0));
         }
@@ -440,6 +443,27 @@ impl Monitor {
         }
         let _ = (task, kind, cost, now);
         Ok(false)
+    }
+
+    /// With a store, before a task is forgotten here (a `done` or `error` heartbeat, the Monitor
+    /// dropped): sends what it counted during an outage that the store has not confirmed (one
+    /// attempt within `storeTimeoutMs`, none while the store is known down; a `warning` event
+    /// names what could not be sent).
+    fn flush(&self, task: &mut Task, now: u64) {
+        #[cfg(feature = "redis")]
+        if let Some(store) = &self.shared {
+            store.flush(task, &self.config, &self.listeners, now);
+        }
+        let _ = (task, now);
+    }
+
+    /// With a store: forgets what this process's tasks counted during an outage and the store has
+    /// not confirmed (`reset()`, `restore()`: the tasks are gone, and nothing is sent).
+    fn forget_unconfirmed(&self) {
+        #[cfg(feature = "redis")]
+        if let Some(store) = &self.shared {
+            store.forget();
+        }
     }
 
     /// With a store: where the budget counters live now (shared, local, refusing), the URL
@@ -611,18 +635,40 @@ impl Monitor {
         for t in &mut inner.tasks {
             t.fit(&self.config);
         }
-        *self.lock() = inner;
+        let mut state = self.lock();
+        *state = inner;
+        self.forget_unconfirmed();
         Ok(())
     }
 
-    /// Forgets every task and counter; the configuration stays.
+    /// Forgets every task and counter; the configuration stays. With a store, the shared counters
+    /// stay too, and what this process counted during an outage and the store has not confirmed
+    /// is forgotten with its tasks, not sent (docs/distributed.md, "A Monitor's budgets").
     pub fn reset(&self) {
-        *self.lock() = Inner::default();
+        let mut state = self.lock();
+        *state = Inner::default();
+        self.forget_unconfirmed();
     }
 
     crate::events::listener_methods!(
         "`verdict` (every warning and halt) and, with a store, `warning` (its outages)"
     );
+}
+
+/// With a store, a Monitor dropped sends what its tasks counted during an outage and the store has
+/// not confirmed, as their `done` heartbeats would (one attempt within `storeTimeoutMs`, none
+/// while the store is known down; no listener is called).
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        #[cfg(feature = "redis")]
+        if let Some(store) = &self.shared {
+            let now = self.clock.now_ms();
+            let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+            for task in &mut inner.tasks {
+                store.flush(task, &self.config, &self.listeners, now);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -15,11 +15,19 @@
 //! task knew (one `warning` event says so) and keeps what it counted, which the task's first event
 //! after the store answers again adds to the shared totals; `"closed"` answers the events that
 //! need the store with a halt that is not kept on the task (docs/distributed.md says why).
+//!
+//! What a task counted during an outage goes out as a numbered batch: a call that timed out may
+//! still have run, so the batch is sent again, with its number, until a reply confirms it, and the
+//! script adds each batch of a process once. A task closed here (a `done` or `error` heartbeat, the
+//! Monitor dropped) sends what it has not had confirmed before it is forgotten.
 
 use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::Value as RedisValue;
+use rustc_hash::FxHashMap;
 use serde_json::json;
 
 use super::config::MonitorConfig;
@@ -35,6 +43,16 @@ const COUNT: &str = include_str!("lua/count.lua");
 /// The longest a task's counters live in the store: a year (the task's duration and idle limits,
 /// which set it, may be much larger).
 const MAX_TTL_MS: u64 = 365 * 24 * 3600 * 1000;
+
+/// The most batches a task keeps unconfirmed (each failed attempt to send them adds at most one);
+/// what the task counts beyond them waits on the task until they are confirmed.
+const MAX_BATCHES: usize = 8;
+
+/// An event that adds nothing.
+const NOTHING: Delta<'static> = Delta {
+    tool: None,
+    spend_cents: 0.0,
+};
 
 /// The Monitor's Lua script by name (`count`), as it is loaded.
 pub fn monitor_store_scripts() -> Vec<(&'static str, String)> {
@@ -75,6 +93,33 @@ pub(super) enum Synced {
     Refused(Box<Verdict>),
 }
 
+/// What a task counted during an outage, numbered so the store adds it once: the process sends it
+/// again, with the same number, until a reply confirms it (a call that timed out may have run).
+#[derive(Debug, Clone)]
+struct Batch {
+    /// Increasing across the batches of this process (the script skips a batch whose number is
+    /// not above the last one it applied for the process).
+    number: u64,
+    calls: u64,
+    spend_cents: f64,
+    /// Calls per tool: (name, calls, limited).
+    tools: Vec<(String, u64, bool)>,
+}
+
+impl Batch {
+    /// Adds an event's increments (the batch has not been sent yet).
+    fn add(&mut self, delta: Delta<'_>) {
+        if let Some((name, limited)) = delta.tool {
+            self.calls = self.calls.saturating_add(1);
+            match self.tools.iter_mut().find(|t| t.0 == name) {
+                Some(t) => t.1 = t.1.saturating_add(1),
+                None => self.tools.push((name.to_string(), 1, limited)),
+            }
+        }
+        self.spend_cents += delta.spend_cents;
+    }
+}
+
 /// The link's hooks: a Monitor reads no state when it connects, and nothing is published on its
 /// channel (the subscription is how the background thread notices a lost server while no event
 /// comes: a restarted server is rejoined before the next event instead of being found out by it).
@@ -97,6 +142,14 @@ pub(super) struct MonitorStore {
     timeout: Duration,
     ttl: String,
     tracked: String,
+    /// This Monitor's id in the batches it sends (the script remembers, per id, the last batch it
+    /// applied).
+    process: String,
+    /// The number of the last batch made.
+    batches_made: AtomicU64,
+    /// Per task: the batches sent and not confirmed yet, oldest first (only for tasks whose
+    /// `sync.synced` is false: a reply clears them).
+    unconfirmed: Mutex<FxHashMap<String, Vec<Batch>>>,
 }
 
 impl std::fmt::Debug for MonitorStore {
@@ -170,6 +223,36 @@ fn parse_totals(
     })
 }
 
+/// A fresh id for this Monitor's batches (128 bits).
+fn nonce() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    let high = h.finish();
+    h.write_u64(high);
+    format!("{high:016x}{:016x}", h.finish())
+}
+
+/// The batches argument of `count`: the process's id, then per batch its number, calls, cents and
+/// its calls of each tool of `tools`, in their order.
+fn batches_arg(process: &str, batches: &[Batch], tools: &[(String, u64, bool)]) -> String {
+    let mut s = process.to_string();
+    for b in batches {
+        let _ = write!(s, " {} {} {}", b.number, b.calls, exact(b.spend_cents));
+        for (name, _, _) in tools {
+            let n = b.tools.iter().find(|t| t.0 == *name).map_or(0, |t| t.1);
+            let _ = write!(s, " {n}");
+        }
+    }
+    s
+}
+
 /// A double as the script reads it back exactly.
 fn exact(f: f64) -> String {
     if f == 0.0 {
@@ -209,7 +292,30 @@ impl MonitorStore {
             timeout,
             ttl: ttl.to_string(),
             tracked: MAX_TRACKED_TOOLS.to_string(),
+            process: nonce(),
+            batches_made: AtomicU64::new(0),
+            unconfirmed: Mutex::new(FxHashMap::default()),
         })
+    }
+
+    fn unconfirmed(&self) -> std::sync::MutexGuard<'_, FxHashMap<String, Vec<Batch>>> {
+        self.unconfirmed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Forgets every batch not confirmed yet (`reset()`, `restore()`: this process's tasks are
+    /// gone, and so is what they counted during an outage).
+    pub(super) fn forget(&self) {
+        self.unconfirmed().clear();
+    }
+
+    /// A new batch of what the task counted while the store was unreachable (taken from it).
+    fn new_batch(&self, sync: &mut TaskSync) -> Batch {
+        Batch {
+            number: self.batches_made.fetch_add(1, Ordering::Relaxed) + 1,
+            calls: std::mem::take(&mut sync.calls),
+            spend_cents: std::mem::take(&mut sync.spend_cents),
+            tools: std::mem::take(&mut sync.tools),
+        }
     }
 
     /// Where the counters live and how the store is doing.
@@ -267,6 +373,11 @@ impl MonitorStore {
     /// Brings a task's counters in line with the store for an event (under the Monitor's lock):
     /// adds the event's increments and what the task counted during an outage, and adopts the
     /// totals. No round trip when the event counts nothing and the task is in line already.
+    ///
+    /// What the task counted during an outage goes as a new batch, with the batches sent before
+    /// and not confirmed (a call that timed out may have run: the script adds each batch once);
+    /// with `storeFailure: "open"` the increments of an event sent with batches join the new one.
+    /// A reply confirms them all; a failed call keeps them for the task's next call.
     pub(super) fn sync(
         &self,
         task: &mut super::task::Task,
@@ -282,20 +393,38 @@ impl MonitorStore {
         let Some(mut link) = self.enter(listeners, now) else {
             return self.unreachable(task, delta, listeners, now);
         };
-        // What to add: the event's increments and what was counted during an outage.
-        let pending = &task.sync;
-        let mut tools = pending.tools.clone();
-        if let Some((name, limited)) = delta.tool {
-            match tools.iter_mut().find(|t| t.0 == name) {
-                Some(t) => t.1 = t.1.saturating_add(1),
-                None => tools.push((name.to_string(), 1, limited)),
+        // The batches not confirmed yet (only a task not in line has any), and what the task
+        // counted since as a new one; with "open", the event's increments join it (added once even
+        // if the call times out after it ran). Otherwise they go as they are.
+        let mut batches = if task.sync.synced {
+            Vec::new()
+        } else {
+            self.unconfirmed().remove(&task.id).unwrap_or_default()
+        };
+        let join = self.on_failure == StoreFailure::Open
+            && delta.counts()
+            && (task.sync.pending() || !batches.is_empty())
+            && batches.len() < MAX_BATCHES;
+        let mut plain = delta;
+        if join || (task.sync.pending() && batches.len() < MAX_BATCHES) {
+            let mut batch = self.new_batch(&mut task.sync);
+            if join {
+                batch.add(delta);
+                plain = NOTHING;
+            }
+            batches.push(batch);
+        }
+        let mut tools: Vec<(String, u64, bool)> = Vec::new();
+        if let Some((name, limited)) = plain.tool {
+            tools.push((name.to_string(), 1, limited));
+        }
+        for (name, _, limited) in batches.iter().flat_map(|b| &b.tools) {
+            if !tools.iter().any(|t| t.0 == *name) {
+                tools.push((name.clone(), 0, *limited));
             }
         }
-        let calls = pending
-            .calls
-            .saturating_add(u64::from(delta.tool.is_some()))
-            .to_string();
-        let spend = exact(pending.spend_cents + delta.spend_cents);
+        let calls = u64::from(plain.tool.is_some()).to_string();
+        let spend = exact(plain.spend_cents);
         let now_text = now.to_string();
         let counts: Vec<String> = tools.iter().map(|t| t.1.to_string()).collect();
         let mut args: Vec<&str> = vec![&now_text, &self.ttl, &self.tracked, &calls, &spend];
@@ -304,16 +433,15 @@ impl MonitorStore {
             args.push(n);
             args.push(if *limited { "1" } else { "0" });
         }
+        let numbered = (!batches.is_empty()).then(|| batches_arg(&self.process, &batches, &tools));
+        args.extend(numbered.as_deref());
         let key = task_key(&self.prefix, &task.id);
         let reply = link
             .eval(0, &[&key], &args, deadline)
             .and_then(|v| parse_totals(v, &tools));
         match reply {
             Ok(totals) => {
-                task.sync = TaskSync {
-                    synced: true,
-                    ..TaskSync::default()
-                };
+                task.sync.synced = true;
                 task.adopt(&totals, c);
                 Synced::Counted
             }
@@ -321,9 +449,58 @@ impl MonitorStore {
                 link.fail(&fault);
                 self.announce(&mut link, listeners, now);
                 drop(link);
-                self.unreachable(task, delta, listeners, now)
+                if !batches.is_empty() {
+                    // Sent again by the task's next call.
+                    task.sync.synced = false;
+                    self.unconfirmed().insert(task.id.clone(), batches);
+                }
+                if join {
+                    // The event's increments are in the last batch; the task counts them itself.
+                    Synced::Local
+                } else {
+                    self.unreachable(task, delta, listeners, now)
+                }
             }
         }
+    }
+
+    /// Before a task is forgotten here (a `done` or `error` heartbeat, the Monitor dropped): sends
+    /// what it counted during an outage that the store has not confirmed, in one attempt within
+    /// `storeTimeoutMs` (none while the store is known down). What is still unconfirmed then is
+    /// dropped, with a `warning` event saying so.
+    pub(super) fn flush(
+        &self,
+        task: &mut super::task::Task,
+        c: &MonitorConfig,
+        listeners: &Listeners,
+        now: u64,
+    ) {
+        let sent_before = !task.sync.synced && self.unconfirmed().contains_key(&task.id);
+        if !sent_before && !task.sync.pending() {
+            return;
+        }
+        self.sync(task, NOTHING, c, listeners, now);
+        let left = self.unconfirmed().remove(&task.id).unwrap_or_default();
+        if left.is_empty() && !task.sync.pending() {
+            return;
+        }
+        let (calls, spend) = left
+            .iter()
+            .fold((task.sync.calls, task.sync.spend_cents), |(n, s), b| {
+                (n.saturating_add(b.calls), s + b.spend_cents)
+            });
+        task.sync = TaskSync::default();
+        listeners.enqueue([Event::Warning {
+            message: format!(
+                "Task {} closed before the budget counters at {} (key {}) confirmed what it \
+                 counted during an outage ({calls} tool calls, {spend} cents): the shared totals \
+                 may not hold it.",
+                task.id,
+                self.link.url().redacted(),
+                self.prefix,
+            ),
+            at_ms: now,
+        }]);
     }
 
     /// The store is down: `"open"` keeps the event's increments for later and lets the task

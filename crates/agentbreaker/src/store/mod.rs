@@ -43,12 +43,21 @@ impl StoreFailure {
 }
 
 /// A store URL (`redis://[[user]:password@]host[:port][/db]` or `rediss://...`) as configured.
-/// Its `Debug` and `Display` forms hide the password (`redis://:***@host:6379/0`); only
-/// [`StoreUrl::as_secret_str`] gives the URL itself, for connecting and for writing the
-/// configuration back out.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Its `Debug` and `Display` forms and its serialized form (a config getter's `store`) hide the
+/// password (`redis://:***@host:6379/0`): contract §12, passwords are never shown. Only
+/// [`StoreUrl::as_secret_str`] gives the URL itself, for connecting.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
 pub struct StoreUrl(String);
+
+impl Serialize for StoreUrl {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.redacted())
+    }
+}
 
 impl StoreUrl {
     /// Wraps a URL; [`StoreUrl::validate`] checks it.
@@ -424,6 +433,10 @@ mod tests {
         assert_eq!(url.redacted(), "redis://alice:***@db.internal:6380/2");
         assert_eq!(url.to_string(), url.redacted());
         assert!(!format!("{url:?}").contains("s3cret"));
+        // A config getter serializes it: hidden there too, read back as configured.
+        assert_eq!(serde_json::to_value(&url).unwrap(), url.redacted());
+        let back: StoreUrl = serde_json::from_value("redis://:pw@h".into()).unwrap();
+        assert_eq!(back.as_secret_str(), "redis://:pw@h");
         assert_eq!(
             StoreUrl::new("rediss://h").redacted(),
             "rediss://h:6379/0",

@@ -1,10 +1,10 @@
--- recordFailure. ARGV: nonce, now, error, fingerprint ('' = identical-error rule off),
+-- recordFailure. ARGV: generation, now, error, fingerprint ('' = identical-error rule off),
 -- failureThreshold, warningThreshold (0 = off), identicalErrorThreshold, historyLimit.
 -- Extra reply: warn (0/1), change (0 none, 1 opened by count, 2 opened by the identical-error
 -- rule, 3 a half-open probe failed), the identical run.
 local err = check_types()
 if err then return err end
-local st = load(ARGV[1])
+local st = load()
 local before = mirrored(st)
 local now = tonumber(ARGV[2])
 local prev = st.state

@@ -1,10 +1,10 @@
--- shouldAllowOperation outside CLOSED. ARGV: nonce, now, cooldownMs, backoffMultiplier,
+-- shouldAllowOperation outside CLOSED. ARGV: generation, now, cooldownMs, backoffMultiplier,
 -- maxCooldownMs, halfOpenMaxProbes, probeTimeoutMs.
 -- Extra reply: 'closed' | 'open', remaining ms | 'granted', moved (1: OPEN -> HALF_OPEN) |
 -- 'more' | 'wait', grant time of the oldest probe.
 local err = check_types()
 if err then return err end
-local st = load(ARGV[1])
+local st = load()
 local now = tonumber(ARGV[2])
 if st.state == 'CLOSED' then return reply(st, {'closed'}) end
 if st.state == 'OPEN' then

@@ -4,8 +4,11 @@
 -- them to 64-bit integers and Lua's own tostring switches to exponents past 1e14).
 --
 -- KEYS[1] the state hash, KEYS[2] the probe list (grant times, oldest first),
--- KEYS[3] the history list (newest last). ARGV[1] is the caller's nonce: the generation id of a
--- state that this call creates.
+-- KEYS[3] the history list (newest last). ARGV[1] is an id fresh for this call (the process's
+-- random id and the number of its calls): the generation of a state that this call creates. A
+-- state created afresh (a new store, or the keys deleted, flushed or evicted) thus never shares
+-- a generation with an earlier one, whichever process created that, and every process takes its
+-- news whatever the epochs. A missing state reads as generation '' (nothing created yet).
 local STATE, PROBES, HISTORY = KEYS[1], KEYS[2], KEYS[3]
 
 local function int(n)
@@ -25,11 +28,11 @@ local function check_types()
   return nil
 end
 
-local function load(nonce)
+local function load()
   local v = redis.call('HMGET', STATE, 'gen', 'epoch', 'state', 'failures', 'openedAt', 'level',
     'trips', 'fp', 'run')
   if not v[1] then
-    return {gen = nonce, epoch = 0, state = 'CLOSED', failures = 0, openedAt = -1, level = 0,
+    return {gen = '', epoch = 0, state = 'CLOSED', failures = 0, openedAt = -1, level = 0,
       trips = 0, fp = '', run = 0}
   end
   return {gen = v[1], epoch = tonumber(v[2]) or 0, state = v[3] or 'CLOSED',
@@ -54,6 +57,7 @@ end
 
 -- Writes the state; `before` is mirrored() before the change (nil: always publish).
 local function save(st, before)
+  if st.gen == '' then st.gen = ARGV[1] end
   local changed = before == nil or mirrored(st) ~= before
   if changed then st.epoch = st.epoch + 1 end
   local opened = ''

@@ -1,7 +1,7 @@
--- recordSuccess. ARGV: nonce. Extra reply: change (1 when a half-open circuit closed).
+-- recordSuccess. ARGV: generation. Extra reply: change (1 when a half-open circuit closed).
 local err = check_types()
 if err then return err end
-local st = load(ARGV[1])
+local st = load()
 if st.failures == 0 and st.fp == '' and st.state ~= 'HALF_OPEN' then
   return reply(st, {'0'})
 end
