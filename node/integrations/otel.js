@@ -6,21 +6,21 @@
 //   const monitor = new Monitor()
 //   instrument(monitor)                      // the global meter provider, or { meterProvider }
 //
-// The instruments are the core's vocabulary, with its names, units and descriptions:
-// counters `agentbreaker.halts` and `agentbreaker.warnings` (attribute `reason`: the rule's slug,
-// `warning` for a breaker's own warning), `agentbreaker.state_changes` (`breaker`, `from`, `to`),
-// `agentbreaker.tool_calls` and `agentbreaker.spend` (cents), and the histogram
-// `agentbreaker.task.steps` (`outcome`: halted, done, error or ended). `task: true` adds the
-// `task` attribute (one series per task: at most 1000 task values, later ones as `_other`).
+// The instruments are the core's vocabulary (`metricDefinitions()`), with its names, units,
+// descriptions and buckets: counters `agentbreaker.halts` and `agentbreaker.warnings` (attribute
+// `reason`: the rule's slug, `warning` for a breaker's own warning), `agentbreaker.state_changes`
+// (`breaker`, `from`, `to`), `agentbreaker.tool_calls` and `agentbreaker.spend` (cents), and the
+// histogram `agentbreaker.task.steps` (`outcome`: halted, done, error or ended). `task: true` adds
+// the `task` attribute (one series per task: at most 1000 task values, later ones as `_other`).
 // Every warning and halt is also an event on the active span (`agentbreaker.warning`,
 // `agentbreaker.halt`, with `agentbreaker.reason`, `.task`, `.step`, `.message`, `.nudge`), a
 // breaker's state change an `agentbreaker.state_change` event.
 //
-// What counts is what the core counts: a halt once (a halted task repeats its halt verdict to
-// every later event; the Monitor's listeners get it once), every warning, a tool call when the
-// Monitor counts it (not on a halted task), spend as the task's spend grows. A Monitor is
-// watched through its `verdict` listener and its `observe`/`reset`/`restore` methods (wrapped on
-// the instance; `uninstrument()` puts them back); a breaker through its listeners.
+// What is counted is the core's own updates, as in Python: a Monitor hands them to its one
+// recorder (`monitor.setMetricsRecorder`: a later instrument() on the same Monitor replaces the
+// earlier one), a breaker's listener events go through the core's `metricUpdates()`. An
+// instrument that throws never reaches the agent: it is counted (`errors`) and reported once
+// (process warning `AGENTBREAKER_OTEL`).
 
 const { loadFramework, invalidArgument } = require('./_common.js')
 const native = require('../agentbreaker.js')
@@ -37,28 +37,18 @@ const SPAN_EVENT_STATE_CHANGE = 'agentbreaker.state_change'
 const MAX_TASKS = 1000
 const OTHER_TASK = '_other'
 
-/**
- * The vocabulary (crates/agentbreaker/src/metrics.rs, docs/observability.md): the core's
- * `metricDefinitions()` when the binding has it, else this copy of it.
- */
-const VOCABULARY = [
-  { name: 'agentbreaker.halts', instrument: 'counter', unit: '{halt}', description: "Halts: a rule tripped and the task was stopped (reason = the rule's slug)" },
-  { name: 'agentbreaker.warnings', instrument: 'counter', unit: '{warning}', description: "Warnings: a rule neared its threshold and the model was nudged (reason = the rule's slug)" },
-  { name: 'agentbreaker.state_changes', instrument: 'counter', unit: '{change}', description: 'Circuit state changes of a breaker (CLOSED, HALF_OPEN, OPEN)' },
-  { name: 'agentbreaker.tool_calls', instrument: 'counter', unit: '{call}', description: 'Tool calls the agent made, as counted against the budgets' },
-  { name: 'agentbreaker.spend', instrument: 'counter', unit: '{cent}', description: 'Model spend in cents, as counted against the budgets' },
-  {
-    name: 'agentbreaker.task.steps',
-    instrument: 'histogram',
-    unit: '{step}',
-    description: 'Steps per task, observed when the task ends (outcome = halted, done, error or ended)',
-    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
-  },
-]
-
-function definitions() {
-  return typeof native.metricDefinitions === 'function' ? native.metricDefinitions() : VOCABULARY
-}
+/** The vocabulary (docs/observability.md), as the core defines it (`metricDefinitions()`). */
+const VOCABULARY = Object.freeze(
+  native.metricDefinitions().map((d) =>
+    Object.freeze({
+      name: d.name,
+      instrument: d.instrument,
+      unit: d.unit,
+      description: d.description,
+      ...(d.buckets ? { buckets: Object.freeze([...d.buckets]) } : {}),
+    }),
+  ),
+)
 
 const KINDS = [
   ['Monitor', 'monitor'],
@@ -77,19 +67,101 @@ function instruments(provider) {
   if (table !== undefined) return table
   const meter = provider.getMeter(SCOPE, version)
   table = {}
-  for (const d of definitions()) {
+  for (const d of VOCABULARY) {
     if (d.instrument === 'counter') {
       const counter = meter.createCounter(d.name, { unit: d.unit, description: d.description })
       table[d.name] = (value, attributes) => counter.add(value, attributes)
     } else {
       const options = { unit: d.unit, description: d.description }
-      if (d.buckets) options.advice = { explicitBucketBoundaries: d.buckets }
+      if (d.buckets) options.advice = { explicitBucketBoundaries: [...d.buckets] }
       const histogram = meter.createHistogram(d.name, options)
       table[d.name] = (value, attributes) => histogram.record(value, attributes)
     }
   }
   instrumentCache.set(provider, table)
   return table
+}
+
+/**
+ * What an instrumentation's recorder and listeners share. It never refers to the instrumented
+ * object: the Monitor holds its recorder strongly, and a recorder that referred back to the
+ * Monitor would keep it alive.
+ */
+class Sink {
+  constructor(meterProvider, task) {
+    /** The provider given, or null: the global one, looked up at each record. */
+    this.meterProvider = meterProvider || null
+    this.task = task
+    this.tasks = new Set()
+    this.provider = null
+    this.table = null
+    this.errors = 0
+  }
+
+  /**
+   * The instruments of the provider in effect now. Without a `meterProvider` that is the global
+   * one at the time of the record (`@opentelemetry/api` has no proxy meter provider for metrics):
+   * a Monitor instrumented before the application sets its provider records into it once it does.
+   */
+  current() {
+    const provider = this.meterProvider || api.metrics.getMeterProvider()
+    if (provider !== this.provider) {
+      this.table = instruments(provider)
+      this.provider = provider
+    }
+    return this.table
+  }
+
+  /** `[[name, value, attributes], ...]`, the core's updates, into the instruments. */
+  record(updates) {
+    let table
+    try {
+      table = this.current()
+    } catch (error) {
+      this.failed(error)
+      return
+    }
+    for (const [name, value, attributes] of updates) {
+      const add = table[name]
+      if (add === undefined) continue
+      try {
+        add(value, this.task ? this.capTask(attributes) : attributes)
+      } catch (error) {
+        this.failed(error)
+      }
+    }
+  }
+
+  capTask(attributes) {
+    const id = attributes.task
+    if (typeof id !== 'string' || this.tasks.has(id)) return attributes
+    if (this.tasks.size < MAX_TASKS) {
+      this.tasks.add(id)
+      return attributes
+    }
+    return { ...attributes, task: OTHER_TASK }
+  }
+
+  spanEvent(name, pairs) {
+    try {
+      const span = api.trace.getActiveSpan()
+      if (span && span.isRecording()) span.addEvent(name, spanAttributes(pairs))
+    } catch (error) {
+      this.failed(error)
+    }
+  }
+
+  /** Counted; the first one is a process warning. The agent goes on. */
+  failed(error) {
+    this.errors += 1
+    if (this.errors === 1) {
+      const message = error && typeof error.message === 'string' ? error.message : String(error)
+      process.emitWarning(`agentbreaker: an OpenTelemetry instrument failed (${message}); the agent goes on`, {
+        type: 'AgentBreakerWarning',
+        code: 'AGENTBREAKER_OTEL',
+      })
+    }
+  }
 }
 
 /** OpenTelemetry attributes cannot be null: the missing ones are left out. */
@@ -101,21 +173,26 @@ function spanAttributes(pairs) {
   return attributes
 }
 
-function addSpanEvent(name, pairs) {
-  const span = api.trace.getActiveSpan()
-  if (span && span.isRecording()) span.addEvent(name, spanAttributes(pairs))
-}
+// The live instrumentation of each Monitor (it has one recorder).
+const monitors = new WeakMap()
 
 class Instrumentation {
-  constructor(target, breaker, undo) {
+  constructor(target, breaker, sink, undo) {
     this.target = target
     /** The `breaker` attribute of state changes (the kind of object, unless you named it). */
     this.breaker = breaker
+    Object.defineProperty(this, '_sink', { value: sink })
     Object.defineProperty(this, '_undo', { value: undo, writable: true })
   }
 
+  /** False once uninstrumented, or replaced by a later instrument() of the same Monitor. */
   get active() {
     return this._undo !== null
+  }
+
+  /** Records and span events that threw (contained: the agent never sees them). */
+  get errors() {
+    return this._sink.errors
   }
 
   /** Stops the metrics and span events of this instrumentation (idempotent). */
@@ -130,9 +207,9 @@ class Instrumentation {
 /**
  * Reports `target`'s metrics to OpenTelemetry and its warnings and halts as span events (see the
  * file's head). `target`: a Monitor or a breaker (FailureBreaker, StagnationBreaker, BudgetBreaker,
- * Loop, ExitStrategy). Options: `meterProvider` (default: the global one; until the application
- * sets one, the API's proxy, which starts recording when it does), `task` (add the `task`
- * attribute), `spanEvents` (default true), `breaker` (the `breaker` attribute; default: the kind).
+ * Loop, ExitStrategy). Options: `meterProvider` (default: the global one, looked up at each record,
+ * so one set later is used from then on), `task` (add the `task` attribute), `spanEvents` (default
+ * true), `breaker` (the `breaker` attribute; default: the kind).
  */
 function instrument(target, options = {}) {
   const { meterProvider, task = false, spanEvents = true, breaker } = options || {}
@@ -141,35 +218,25 @@ function instrument(target, options = {}) {
     throw invalidArgument('instrument() takes a Monitor or a breaker (FailureBreaker, StagnationBreaker, BudgetBreaker, Loop, ExitStrategy)')
   }
   const name = typeof breaker === 'string' && breaker ? breaker : kind[1]
-  const record = instruments(meterProvider || api.metrics.getMeterProvider())
-  const tasks = new Set()
-  const taskAttr = (attributes, id) => {
-    if (task && typeof id === 'string' && id) {
-      if (!tasks.has(id) && tasks.size >= MAX_TASKS) {
-        attributes.task = OTHER_TASK
-      } else {
-        tasks.add(id)
-        attributes.task = id
-      }
-    }
-    return attributes
-  }
-  if (kind[0] === 'Monitor') return instrumentMonitor(target, name, record, taskAttr, spanEvents)
+  const sink = new Sink(meterProvider, Boolean(task))
+  if (kind[0] === 'Monitor') return instrumentMonitor(target, name, sink, spanEvents)
 
+  const metricOptions = { task: sink.task }
   const listeners = {
     stateChange: (event) => {
-      record['agentbreaker.state_changes'](1, { breaker: name, from: event.from, to: event.to })
-      if (spanEvents) addSpanEvent(SPAN_EVENT_STATE_CHANGE, { breaker: name, from: event.from, to: event.to, message: event.reason })
+      sink.record(native.metricUpdates(event, name, metricOptions))
+      if (spanEvents) sink.spanEvent(SPAN_EVENT_STATE_CHANGE, { breaker: name, from: event.from, to: event.to, message: event.reason })
     },
     warning: (event) => {
-      record['agentbreaker.warnings'](1, { reason: 'warning' })
-      if (spanEvents) addSpanEvent(SPAN_EVENT_WARNING, { reason: 'warning', message: event.message, breaker: name })
+      sink.record(native.metricUpdates(event, name, metricOptions))
+      if (spanEvents) sink.spanEvent(SPAN_EVENT_WARNING, { reason: 'warning', message: event.message, breaker: name })
     },
     halt: (event) => {
+      sink.record(native.metricUpdates(event, name, metricOptions))
       const halt = event.halt || {}
-      if (typeof halt.slug !== 'string') return
-      record['agentbreaker.halts'](1, taskAttr({ reason: halt.slug }, halt.taskId))
-      if (spanEvents) addSpanEvent(SPAN_EVENT_HALT, { reason: halt.slug, task: halt.taskId, message: halt.message, breaker: name })
+      if (spanEvents && typeof halt.slug === 'string') {
+        sink.spanEvent(SPAN_EVENT_HALT, { reason: halt.slug, task: halt.taskId, message: halt.message, breaker: name })
+      }
     },
   }
   const added = []
@@ -181,107 +248,58 @@ function instrument(target, options = {}) {
       if (!error || error.code !== 'INVALID_ARGUMENT') throw error // an event this kind never emits
     }
   }
-  return new Instrumentation(target, name, () => {
+  return new Instrumentation(target, name, sink, () => {
     for (const [type, listener] of added) target.off(type, listener)
   })
 }
 
-function instrumentMonitor(monitor, name, record, taskAttr, spanEvents) {
-  // What the Monitor counted so far: the tasks halted (their tool calls no longer count) and
-  // each task's spend (the spend metric adds what it grew by).
-  const halted = new Set()
-  const spend = new Map()
-  const snapshot = () => {
-    halted.clear()
-    spend.clear()
-    for (const t of monitor.status().tasks) {
-      if (t.halted) halted.add(t.taskId)
-      spend.set(t.taskId, t.spendCents)
-    }
-  }
-  snapshot()
-  let haltsInCall = 0
+function instrumentMonitor(monitor, name, sink, spanEvents) {
+  const previous = monitors.get(monitor)
+  if (previous !== undefined) previous._replaced()
 
-  const onVerdict = (v) => {
-    if (v.action === 'halt') {
-      haltsInCall++
-      halted.add(v.taskId)
-      record['agentbreaker.halts'](1, taskAttr({ reason: v.reason }, v.taskId))
-      record['agentbreaker.task.steps'](v.step, { outcome: 'halted' })
-    } else if (v.action === 'warn') {
-      record['agentbreaker.warnings'](1, taskAttr({ reason: v.reason }, v.taskId))
-    }
-    if (spanEvents) {
-      addSpanEvent(v.action === 'halt' ? SPAN_EVENT_HALT : SPAN_EVENT_WARNING, {
-        reason: v.reason,
-        task: v.taskId,
-        step: v.step,
-        message: v.message,
-        nudge: v.nudge,
-      })
-    }
-  }
-  monitor.on('verdict', onVerdict)
+  const onVerdict = (v) =>
+    sink.spanEvent(v.action === 'halt' ? SPAN_EVENT_HALT : SPAN_EVENT_WARNING, {
+      reason: v.reason,
+      task: v.taskId,
+      step: v.step,
+      message: v.message,
+      nudge: v.nudge,
+    })
+  monitor.setMetricsRecorder((updates) => sink.record(updates), { task: sink.task })
+  if (spanEvents) monitor.on('verdict', onVerdict)
 
-  const proto = Object.getPrototypeOf(monitor)
-  const observe = function observe(event) {
-    const type = event !== null && typeof event === 'object' ? event.type : undefined
-    let ending = null
-    if (type === 'heartbeat' && (event.phase === 'done' || event.phase === 'error')) {
-      const id = typeof event.taskId === 'string' ? event.taskId : 'session'
-      const open = monitor.status().tasks.find((t) => t.taskId === id)
-      if (open && !open.halted) ending = { steps: open.steps, outcome: event.phase }
-    }
-    haltsInCall = 0
-    const verdict = proto.observe.call(monitor, event)
-    const id = verdict.taskId
-    if (type === 'tool_use' && id !== null && (verdict.action !== 'halt' || haltsInCall > 0)) {
-      record['agentbreaker.tool_calls'](1, taskAttr({}, id))
-    } else if (type === 'usage' && id !== null && !halted.has(id)) {
-      const entry = monitor.status().tasks.find((t) => t.taskId === id)
-      const now = entry ? entry.spendCents : 0
-      const grown = now - (spend.get(id) || 0)
-      spend.set(id, now)
-      if (grown > 0) record['agentbreaker.spend'](grown, taskAttr({}, id))
-    } else if (ending !== null) {
-      record['agentbreaker.task.steps'](ending.steps, { outcome: ending.outcome })
-    }
-    if (type === 'heartbeat' && (event.phase === 'done' || event.phase === 'error') && id !== null) {
-      halted.delete(id)
-      spend.delete(id)
-    }
-    return verdict
+  const detach = () => {
+    if (spanEvents) monitor.off('verdict', onVerdict)
   }
-  const reset = function reset() {
-    const result = proto.reset.call(monitor)
-    snapshot()
-    return result
-  }
-  const restore = function restore(state) {
-    const result = proto.restore.call(monitor, state)
-    snapshot()
-    return result
-  }
-  const methods = { observe, reset, restore }
-  for (const [key, fn] of Object.entries(methods)) {
-    Object.defineProperty(monitor, key, { value: fn, writable: true, configurable: true })
-  }
-
-  const instrumentation = new Instrumentation(monitor, name, () => {
-    monitor.off('verdict', onVerdict)
-    for (const [key, fn] of Object.entries(methods)) {
-      if (Object.getOwnPropertyDescriptor(monitor, key)?.value === fn) delete monitor[key]
+  const instrumentation = new Instrumentation(monitor, name, sink, () => {
+    detach()
+    if (monitors.get(monitor) === instrumentation) {
+      monitors.delete(monitor)
+      monitor.setMetricsRecorder(null)
     }
+  })
+  // A later instrument() of this Monitor: its recorder replaces this one's, and this one's span
+  // events stop; uninstrument() of this one then leaves the later one alone.
+  Object.defineProperty(instrumentation, '_replaced', {
+    value: () => {
+      if (instrumentation._undo === null) return
+      instrumentation._undo = null
+      detach()
+    },
   })
   /**
    * Observes the tasks still open as ended (`agentbreaker.task.steps{outcome="ended"}`): call it
-   * when the run or the process ends.
+   * when the run or the process ends. Nothing once this instrumentation is no longer active.
    */
   instrumentation.endTasks = () => {
+    if (!instrumentation.active) return
+    const updates = []
     for (const t of monitor.status().tasks) {
-      if (!t.halted) record['agentbreaker.task.steps'](t.steps, { outcome: 'ended' })
+      if (!t.halted) updates.push(['agentbreaker.task.steps', t.steps, { outcome: 'ended' }])
     }
+    sink.record(updates)
   }
+  monitors.set(monitor, instrumentation)
   return instrumentation
 }
 

@@ -189,3 +189,163 @@ test('the vocabulary is the core\'s (docs/observability.md), and the global mete
     api.metrics.disable()
   }
 })
+
+/** The review's sequence (/tmp/review_obs/common_seq.json): spend on model calls and usage, two tasks. */
+const SPEND_SEQUENCE = [
+  { type: 'heartbeat', taskId: 'a', phase: 'starting' },
+  { type: 'assistant', text: 'Working on it', costCents: 2.5 },
+  { type: 'tool_use', name: 'Bash', id: 't0', input: { command: 'make check' } },
+  { type: 'tool_result', id: 't0', ok: true, text: 'nothing' },
+  { type: 'usage', costCents: 1.25 },
+  ...[1, 2, 3, 4].flatMap((i) => [
+    { type: 'assistant', text: 'Let me check the build again.' },
+    { type: 'tool_use', name: 'Bash', id: `t${i}`, input: { command: 'make check' } },
+    { type: 'tool_result', id: `t${i}`, ok: true, text: 'nothing' },
+  ]),
+  { type: 'tool_use', name: 'Bash', id: 't5', input: { command: 'make check' } },
+  { type: 'usage', costCents: 3 },
+  { type: 'heartbeat', taskId: 'a', phase: 'done' },
+  { type: 'heartbeat', taskId: 'b', phase: 'starting' },
+  { type: 'tool_use', name: 'Read', id: 'u1', input: { file: 'x' } },
+  { type: 'assistant', text: 'done b', costCents: 4 },
+  { type: 'heartbeat', taskId: 'b', phase: 'done' },
+]
+
+test("the core's updates: spend of model calls and of the halting event, the same values as Python's", async () => {
+  for (const task of [false, true]) {
+    const { meterProvider, collect } = setup()
+    const monitor = new ab.Monitor({ stagnation: { repeatThreshold: 4 } })
+    instrument(monitor, { meterProvider, task })
+    for (const event of SPEND_SEQUENCE) monitor.observe(event)
+    const m = await collect()
+    // what python/agentbreaker/integrations/otel.py records for the same sequence
+    const t = (attributes, id) => (task ? { ...attributes, task: id } : attributes)
+    assert.deepEqual(m['agentbreaker.spend'], task ? [[{ task: 'a' }, 3.75], [{ task: 'b' }, 4]] : [[{}, 7.75]])
+    assert.deepEqual(m['agentbreaker.tool_calls'], task ? [[{ task: 'a' }, 4], [{ task: 'b' }, 1]] : [[{}, 5]])
+    assert.deepEqual(m['agentbreaker.halts'], [[t({ reason: 'repeated_step' }, 'a'), 1]])
+    assert.deepEqual(m['agentbreaker.warnings'], [[t({ reason: 'repeated_step' }, 'a'), 1]])
+    assert.deepEqual(m['agentbreaker.task.steps'], [[{ outcome: 'halted' }, { count: 1, sum: 4 }], [{ outcome: 'done' }, { count: 1, sum: 2 }]])
+  }
+  // the usage event that trips the spend budget counts, as the budget counts it
+  const { meterProvider, collect } = setup()
+  const monitor = new ab.Monitor({ budget: { maxTokenSpendCentsPerTask: 5 } })
+  instrument(monitor, { meterProvider })
+  assert.deepEqual([3, 4, 2].map((c) => monitor.observe({ type: 'usage', costCents: c }).action), ['continue', 'halt', 'halt'])
+  const m = await collect()
+  assert.equal(monitor.status().tasks[0].spendCents, 7)
+  assert.deepEqual(m['agentbreaker.spend'], [[{}, 7]])
+  assert.deepEqual(m['agentbreaker.halts'], [[{ reason: 'token_spend_limit' }, 1]])
+})
+
+test('task: true reports at most 1000 task values, later tasks as _other', async () => {
+  const { meterProvider, collect } = setup()
+  const monitor = new ab.Monitor()
+  instrument(monitor, { meterProvider, task: true })
+  for (let i = 0; i < 1010; i++) {
+    monitor.observe({ type: 'tool_use', name: 'Read', taskId: `task-${i}` })
+    monitor.observe({ type: 'heartbeat', taskId: `task-${i}`, phase: 'done' })
+  }
+  const calls = (await collect())['agentbreaker.tool_calls']
+  assert.equal(calls.length, 1001)
+  assert.deepEqual(calls.find(([a]) => a.task === '_other'), [{ task: '_other' }, 10])
+})
+
+test('an instrument that throws is contained: the verdict comes back, the rest is recorded, one warning', async () => {
+  const { meterProvider, collect } = setup()
+  // the real SDK's instruments, but the tool-call counter's exporter is broken
+  const broken = {
+    getMeter: (...args) => {
+      const meter = meterProvider.getMeter(...args)
+      return {
+        createHistogram: (name, options) => meter.createHistogram(name, options),
+        createCounter: (name, options) => {
+          const counter = meter.createCounter(name, options)
+          return {
+            add: (value, attributes) => {
+              if (name === 'agentbreaker.tool_calls') throw new Error('exporter broke')
+              counter.add(value, attributes)
+            },
+          }
+        },
+      }
+    },
+  }
+  const warnings = []
+  const onWarning = (w) => warnings.push(w)
+  process.on('warning', onWarning)
+  try {
+    const monitor = new ab.Monitor({ stagnation: { repeatThreshold: 4 } })
+    const instrumentation = instrument(monitor, { meterProvider: broken })
+    const verdicts = []
+    for (let i = 0; i < 5; i++) {
+      verdicts.push(monitor.observe({ type: 'assistant', text: 'again' }))
+      verdicts.push(monitor.observe({ type: 'tool_use', name: 'Bash', id: `t${i}`, input: { c: 1 } }))
+      verdicts.push(monitor.observe({ type: 'tool_result', id: `t${i}`, ok: true, text: 'same' }))
+    }
+    assert.equal(verdicts.filter((v) => v.action === 'halt').length > 0, true)
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.equal(instrumentation.errors, 4, 'each failed record is counted')
+    assert.deepEqual(warnings.map((w) => [w.name, w.code]), [['AgentBreakerWarning', 'AGENTBREAKER_OTEL']])
+    assert.match(warnings[0].message, /exporter broke/)
+    const m = await collect()
+    assert.deepEqual(m['agentbreaker.halts'], [[{ reason: 'repeated_step' }, 1]])
+    assert.deepEqual(m['agentbreaker.task.steps'], [[{ outcome: 'halted' }, { count: 1, sum: 4 }]])
+    assert.equal(m['agentbreaker.tool_calls'], undefined)
+  } finally {
+    process.off('warning', onWarning)
+  }
+})
+
+test('without a meterProvider, a Monitor instrumented before the global provider is set records into it', async () => {
+  const first = setup()
+  const second = setup()
+  const monitor = new ab.Monitor()
+  instrument(monitor) // the application has not set its provider yet
+  monitor.observe({ type: 'tool_use', name: 'early', taskId: 'x' }) // into the no-op provider
+  try {
+    assert.ok(api.metrics.setGlobalMeterProvider(first.meterProvider))
+    monitor.observe({ type: 'tool_use', name: 'R', taskId: 'x' })
+    monitor.observe({ type: 'tool_use', name: 'R', taskId: 'x' })
+    assert.deepEqual((await first.collect())['agentbreaker.tool_calls'], [[{}, 2]])
+    api.metrics.disable()
+    assert.ok(api.metrics.setGlobalMeterProvider(second.meterProvider))
+    monitor.observe({ type: 'tool_use', name: 'R', taskId: 'x' })
+    assert.deepEqual((await second.collect())['agentbreaker.tool_calls'], [[{}, 1]])
+    assert.deepEqual((await first.collect())['agentbreaker.tool_calls'], [[{}, 2]])
+  } finally {
+    api.metrics.disable()
+  }
+})
+
+test('a second instrument() of a Monitor replaces the first; uninstrumenting the first leaves it', async () => {
+  const one = setup()
+  const two = setup()
+  const monitor = new ab.Monitor({ stagnation: { repeatThreshold: 4 } })
+  const first = instrument(monitor, { meterProvider: one.meterProvider })
+  const second = instrument(monitor, { meterProvider: two.meterProvider })
+  assert.equal(first.active, false)
+  assert.equal(second.active, true)
+  two.tracer.startActiveSpan('agent run', (span) => {
+    for (let i = 0; i < 5; i++) {
+      monitor.observe({ type: 'assistant', text: 'again' })
+      monitor.observe({ type: 'tool_use', name: 'Bash', id: `t${i}`, input: { c: 1 } })
+      monitor.observe({ type: 'tool_result', id: `t${i}`, ok: true, text: 'same' })
+    }
+    span.end()
+  })
+  assert.deepEqual(await one.collect(), {})
+  const m = await two.collect()
+  assert.deepEqual(m['agentbreaker.halts'], [[{ reason: 'repeated_step' }, 1]])
+  assert.deepEqual(m['agentbreaker.warnings'], [[{ reason: 'repeated_step' }, 1]])
+  assert.deepEqual(m['agentbreaker.tool_calls'], [[{}, 4]])
+  const [span] = two.exporter.getFinishedSpans()
+  assert.deepEqual(span.events.map((e) => e.name), [SPAN_EVENT_WARNING, SPAN_EVENT_HALT], 'one span event each, not two')
+  first.uninstrument()
+  monitor.reset()
+  monitor.observe({ type: 'tool_use', name: 'Read' })
+  assert.deepEqual((await two.collect())['agentbreaker.tool_calls'], [[{}, 5]], 'the live one still records')
+  second.uninstrument()
+  monitor.observe({ type: 'tool_use', name: 'Read' })
+  assert.deepEqual((await two.collect())['agentbreaker.tool_calls'], [[{}, 5]])
+  assert.deepEqual(await one.collect(), {})
+})
