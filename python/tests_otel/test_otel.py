@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import agentbreaker
 from agentbreaker import BudgetBreaker, FailureBreaker, Monitor, StagnationBreaker
+from agentbreaker.integrations import otel
 from agentbreaker.integrations.otel import Instrumentation, instrument
 
 Key = Tuple[str, FrozenSet[Tuple[str, Any]]]
@@ -248,3 +249,60 @@ def test_a_raising_recorder_does_not_break_observe(monkeypatch: pytest.MonkeyPat
     assert len(calls) == 1
     with pytest.raises(TypeError):
         m.set_metrics_recorder(42)  # type: ignore[arg-type]
+
+
+def test_uninstrumenting_a_replaced_instrumentation_leaves_the_live_one() -> None:
+    r1, r2 = InMemoryMetricReader(), InMemoryMetricReader()
+    p1, p2 = MeterProvider(metric_readers=[r1]), MeterProvider(metric_readers=[r2])
+    m = monitor()
+    first = instrument(m, meter_provider=p1)
+    second = instrument(m, meter_provider=p2)  # replaces the first one's metrics
+    m.observe({"type": "tool_use", "name": "Read"})
+    first.uninstrument()  # not live: the second goes on
+    m.observe({"type": "tool_use", "name": "Read"})
+    assert read(r1)[0] == {}
+    assert read(r2)[0][("agentbreaker.tool_calls", frozenset())] == 2
+    second.uninstrument()  # live: the Monitor's metrics stop
+    m.observe({"type": "tool_use", "name": "Read"})
+    assert read(r2)[0][("agentbreaker.tool_calls", frozenset())] == 2
+    # Uninstrumented in the order they were made, or the other way: the same.
+    third = instrument(m, meter_provider=p1)
+    with instrument(m, meter_provider=p2):
+        third.uninstrument()
+        m.observe({"type": "tool_use", "name": "Read"})
+    m.observe({"type": "tool_use", "name": "Read"})
+    assert read(r1)[0] == {}
+    assert read(r2)[0][("agentbreaker.tool_calls", frozenset())] == 3
+
+
+def test_task_attribute_reports_at_most_max_tasks_values_then_other(
+    reader: InMemoryMetricReader, provider: MeterProvider
+) -> None:
+    # As the Node adapter and docs/observability.md: 1000 task values, then "_other".
+    MAX_TASKS, OTHER_TASK = 1000, "_other"
+    m = Monitor()
+    instrument(m, meter_provider=provider, task=True)
+    bb = BudgetBreaker(max_tool_calls_per_task=1)
+    instrument(bb, meter_provider=provider, task=True)
+    for i in range(MAX_TASKS + 500):
+        m.observe({"type": "tool_use", "name": "Read", "taskId": f"task-{i}"})
+        m.observe({"type": "heartbeat", "taskId": f"task-{i}", "phase": "done"})
+    # A task seen before the cap keeps its own value.
+    m.observe({"type": "tool_use", "name": "Read", "taskId": "task-7"})
+    points, _ = read(reader)
+    calls = {
+        dict(a).get("task"): v for (n, a), v in points.items() if n == "agentbreaker.tool_calls"
+    }
+    assert len(calls) == MAX_TASKS + 1
+    assert calls[OTHER_TASK] == 500
+    assert calls["task-7"] == 2 and calls[f"task-{MAX_TASKS - 1}"] == 1
+    assert f"task-{MAX_TASKS}" not in calls
+    assert total(points, "agentbreaker.tool_calls") == MAX_TASKS + 501
+    # A breaker's instrumentation has its own cap.
+    for i in range(MAX_TASKS + 2):
+        bb.ingest({"type": "tool_use", "name": "fetch", "taskId": f"b{i}"})
+        bb.ingest({"type": "tool_use", "name": "fetch", "taskId": f"b{i}"})
+    points, _ = read(reader)
+    halts = {dict(a)["task"]: v for (n, a), v in points.items() if n == "agentbreaker.halts"}
+    assert len(halts) == MAX_TASKS + 1 and halts[OTHER_TASK] == 2
+    assert (otel.MAX_TASKS, otel.OTHER_TASK) == (MAX_TASKS, OTHER_TASK)

@@ -1523,3 +1523,126 @@ fn install_into_missing_unreadable_and_commented_files() {
     let out = install(&sb, &["install", "codex"]);
     assert_eq!(out.status.code(), Some(78), "{out:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The metrics file past a thousand sessions.
+
+/// Sets a file's modification time.
+fn set_mtime(path: &Path, t: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+#[test]
+fn the_metrics_file_never_goes_down_past_a_thousand_live_sessions() {
+    let sb = Sandbox::new();
+    let metrics = sb.root.join("metrics.prom");
+    let mut args = sb.hook_args(Some("claude"));
+    args.extend([
+        "--metrics-file".to_string(),
+        metrics.to_string_lossy().into_owned(),
+    ]);
+    let call = |event: &Value| {
+        let mut child = sb.spawn(&args, &[]);
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(sb.fill(event).to_string().as_bytes())
+            .unwrap();
+        let c = call_of(child.wait_with_output().unwrap(), Duration::ZERO);
+        assert_eq!((c.code, c.stderr.as_str()), (0, ""), "{c:?}");
+    };
+    let prometheus_status = || {
+        let out = sb
+            .command(&[
+                "status",
+                "--prometheus",
+                "--state-dir",
+                &sb.state.to_string_lossy(),
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let path = sb.root.join("status.prom");
+        std::fs::write(&path, text).unwrap();
+        tool_calls_total(&path)
+    };
+    for n in 0..3 {
+        call(&pre("old", n, &format!("step {n}")));
+    }
+    call(&pre("idle", 0, "ls"));
+    assert_eq!(tool_calls_total(&metrics), 4.0);
+    // "old" is live (an hour since its last call, not stale); then 1000 sessions, each with one
+    // tool call, are updated after it: copies of "idle"'s state and counters.
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let files = sb.state_files();
+    for f in files.iter().filter(|f| f.starts_with("old-")) {
+        set_mtime(&sb.state.join(f), an_hour_ago);
+    }
+    let stem = |session: &str, suffix: &str| {
+        files
+            .iter()
+            .find(|f| {
+                f.starts_with(&format!("{session}-"))
+                    && f.ends_with(suffix)
+                    && !f.ends_with(&format!(".metrics{suffix}"))
+            })
+            .map(|f| sb.state.join(f))
+            .unwrap()
+    };
+    let (idle_state, idle_counters) = (stem("idle", ".json"), stem("idle", ".metrics.json"));
+    let old_state = stem("old", ".json");
+    for i in 0..1000 {
+        std::fs::copy(&idle_state, sb.state.join(format!("copy{i}.json"))).unwrap();
+        std::fs::copy(
+            &idle_counters,
+            sb.state.join(format!("copy{i}.metrics.json")),
+        )
+        .unwrap();
+    }
+    let old_counters = stem("old", ".metrics.json");
+    // Before: the file summed the 1000 most recently updated sessions, and "old" dropped out.
+    // While a call of "old" holds its lock (here: this test), its counters are read as they are.
+    let held = std::fs::File::open(lock_file(&sb, "old")).unwrap();
+    fs4::FileExt::lock(&held).unwrap();
+    call(&pre("new", 0, "ls"));
+    assert_eq!(tool_calls_total(&metrics), 1005.0);
+    assert!(std::fs::metadata(&old_counters).unwrap().len() > 0);
+    drop(held);
+    // Free: folded into the retired counters, once. Its state keeps its time (it goes stale on
+    // the same day) and its calls go on counting.
+    call(&pre("new", 1, "cat x"));
+    assert_eq!(tool_calls_total(&metrics), 1006.0);
+    assert_eq!(std::fs::metadata(&old_counters).unwrap().len(), 0);
+    assert_eq!(prometheus_status(), 1006.0);
+    let kept = std::fs::metadata(&old_state).unwrap().modified().unwrap();
+    let drift = kept
+        .duration_since(an_hour_ago)
+        .unwrap_or_else(|e| e.duration());
+    assert!(drift < Duration::from_secs(1), "{drift:?}");
+    call(&pre("old", 3, "step 3"));
+    assert_eq!(tool_calls_total(&metrics), 1007.0);
+    assert_eq!(prometheus_status(), 1007.0);
+    // Its end adds only what it did since.
+    call(&claude_event(
+        "SessionEnd",
+        "old",
+        json!({"reason": "exit"}),
+    ));
+    assert_eq!(tool_calls_total(&metrics), 1007.0);
+    assert_eq!(prometheus_status(), 1007.0);
+    // At most 1000 counters files are left to read.
+    let non_empty = sb
+        .state_files()
+        .iter()
+        .filter(|f| f.ends_with(".metrics.json") && !f.starts_with("retired."))
+        .filter(|f| std::fs::metadata(sb.state.join(f)).unwrap().len() > 0)
+        .count();
+    assert!(non_empty <= 1000, "{non_empty}");
+}

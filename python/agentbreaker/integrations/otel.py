@@ -13,7 +13,7 @@ the Rust core): the counters ``agentbreaker.halts`` and ``agentbreaker.warnings`
 ``reason``, the rule's slug), ``agentbreaker.state_changes`` (``breaker``, ``from``, ``to``),
 ``agentbreaker.tool_calls`` and ``agentbreaker.spend`` (cents), and the histogram
 ``agentbreaker.task.steps`` (``outcome``). ``task=True`` adds the ``task`` attribute (one series
-per task: only when tasks are few).
+per task: at most 1000 task values per instrumentation, later tasks as ``task="_other"``).
 
 Every warning and halt also becomes an event on the current span (``agentbreaker.warning``,
 ``agentbreaker.halt``, with ``agentbreaker.reason``, ``.task``, ``.step``, ``.message``,
@@ -21,15 +21,17 @@ Every warning and halt also becomes an event on the current span (``agentbreaker
 active recording span nothing is added.
 
 A Monitor reports its updates to one recorder (`Monitor.set_metrics_recorder`): the metrics of a
-later `instrument` call on the same Monitor replace the earlier one's. A breaker is instrumented
-through a listener. `Instrumentation.uninstrument()` undoes it.
+later `instrument` call on the same Monitor replace the earlier one's (whose `uninstrument()` then
+leaves the later one alone). A breaker is instrumented through a listener.
+`Instrumentation.uninstrument()` undoes it.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, Type, Union
 
 from .. import _native
 from .._native import BudgetBreaker, ExitStrategy, Loop, Monitor, StagnationBreaker
@@ -47,6 +49,8 @@ except ImportError as e:  # pragma: no cover - exercised without the extra
     ) from e
 
 __all__ = [
+    "MAX_TASKS",
+    "OTHER_TASK",
     "SCOPE",
     "SPAN_EVENT_HALT",
     "SPAN_EVENT_STATE_CHANGE",
@@ -60,6 +64,10 @@ SCOPE = "agentbreaker"
 SPAN_EVENT_WARNING = "agentbreaker.warning"
 SPAN_EVENT_HALT = "agentbreaker.halt"
 SPAN_EVENT_STATE_CHANGE = "agentbreaker.state_change"
+MAX_TASKS = 1000
+"""The most task values one instrumentation reports (``task=True``); later tasks count as
+`OTHER_TASK` (as the Node adapter does)."""
+OTHER_TASK = "_other"
 
 Instrumentable = Union[
     Monitor, _NativeFailureBreaker, StagnationBreaker, BudgetBreaker, Loop, ExitStrategy
@@ -108,16 +116,66 @@ def _instruments(provider: Any) -> Dict[str, _Record]:
         return table
 
 
-def _recorder(table: Dict[str, _Record]) -> Callable[[List[MetricUpdate]], None]:
+def _recorder(table: Dict[str, _Record], task: bool) -> Callable[[List[MetricUpdate]], None]:
     get = table.get
+    # With task=True: the task values seen so far (at most MAX_TASKS); a later task is `_other`.
+    tasks: Set[str] = set()
+    tasks_lock = threading.Lock()
+
+    def task_value(task_id: str) -> str:
+        if task_id in tasks:
+            return task_id
+        with tasks_lock:
+            if task_id in tasks or len(tasks) < MAX_TASKS:
+                tasks.add(task_id)
+                return task_id
+        return OTHER_TASK
 
     def record(updates: List[MetricUpdate]) -> None:
         for name, value, attributes in updates:
             add = get(name)
-            if add is not None:
-                add(value, attributes)
+            if add is None:
+                continue
+            if task:
+                task_id = attributes.get("task")
+                if task_id is not None and task_id not in tasks:
+                    folded = task_value(task_id)
+                    if folded != task_id:
+                        attributes = {**attributes, "task": folded}
+            add(value, attributes)
 
     return record
+
+
+# The Monitors' live recorders (a Monitor has one): only the instrumentation whose recorder is
+# live may remove it. Keyed by id, with a weak reference (a Monitor subclass may define __eq__):
+# an entry goes with its Monitor.
+_live: Dict[int, Tuple["weakref.ReferenceType[Monitor]", Callable[[List[MetricUpdate]], None]]] = {}
+_live_lock = threading.Lock()
+
+
+def _set_live(monitor: Monitor, record: Callable[[List[MetricUpdate]], None], task: bool) -> None:
+    key = id(monitor)
+
+    def gone(ref: "weakref.ReferenceType[Monitor]") -> None:
+        with _live_lock:
+            hit = _live.get(key)
+            if hit is not None and hit[0] is ref:
+                del _live[key]
+
+    with _live_lock:
+        monitor.set_metrics_recorder(record, task=task)
+        _live[key] = (weakref.ref(monitor, gone), record)
+
+
+def _clear_live(monitor: Monitor, record: Callable[[List[MetricUpdate]], None]) -> None:
+    key = id(monitor)
+    with _live_lock:
+        hit = _live.get(key)
+        if hit is None or hit[0]() is not monitor or hit[1] is not record:
+            return  # replaced by a later instrument(): that one stays
+        del _live[key]
+        monitor.set_metrics_recorder(None)
 
 
 def _attributes(pairs: Mapping[str, Any]) -> Dict[str, Union[str, int]]:
@@ -180,7 +238,7 @@ class Instrumentation:
         target: Instrumentable,
         breaker: str,
         listener: Optional[Callable[[Event], object]],
-        monitor_recorder: bool,
+        monitor_recorder: Optional[Callable[[List[MetricUpdate]], None]],
     ) -> None:
         self.target = target
         self.breaker = breaker
@@ -189,14 +247,16 @@ class Instrumentation:
         self._active = True
 
     def uninstrument(self) -> None:
-        """Stops the metrics and span events of this instrumentation (idempotent)."""
+        """Stops the metrics and span events of this instrumentation (idempotent). A Monitor's
+        metrics stop only while they are this instrumentation's: after a later `instrument` of the
+        same Monitor replaced them, that one's go on."""
         if not self._active:
             return
         self._active = False
         if self._listener is not None:
             self.target.remove_listener(self._listener)
-        if self._monitor_recorder and isinstance(self.target, Monitor):
-            self.target.set_metrics_recorder(None)
+        if self._monitor_recorder is not None and isinstance(self.target, Monitor):
+            _clear_live(self.target, self._monitor_recorder)
 
     def __enter__(self) -> "Instrumentation":
         return self
@@ -227,7 +287,8 @@ def instrument(
     `obj` is a `Monitor` or a breaker (`FailureBreaker`, `StagnationBreaker`, `BudgetBreaker`,
     `Loop`, `ExitStrategy`). `meter_provider` defaults to the global one (until the application
     sets one, the API's no-op proxy: the instruments start recording once it does). `task=True`
-    adds the ``task`` attribute; `span_events=False` leaves spans alone; `breaker` overrides the
+    adds the ``task`` attribute (at most `MAX_TASKS` task values, later tasks as `OTHER_TASK`);
+    `span_events=False` leaves spans alone; `breaker` overrides the
     ``breaker`` attribute of state changes (default: the kind of `obj`).
     """
     kind = next((name for cls, name in _BREAKERS if isinstance(obj, cls)), None)
@@ -237,10 +298,10 @@ def instrument(
         )
     name = breaker or kind
     provider = meter_provider if meter_provider is not None else _metrics.get_meter_provider()
-    record = _recorder(_instruments(provider))
+    record = _recorder(_instruments(provider), task)
 
     if isinstance(obj, Monitor):
-        obj.set_metrics_recorder(record, task=task)
+        _set_live(obj, record, task)
         listener: Optional[Callable[[Event], object]] = None
         if span_events:
 
@@ -249,7 +310,7 @@ def instrument(
 
             listener = on_verdict
             obj.add_listener(listener)
-        return Instrumentation(obj, name, listener, monitor_recorder=True)
+        return Instrumentation(obj, name, listener, monitor_recorder=record)
 
     updates = _native.metric_updates
 
@@ -259,4 +320,4 @@ def instrument(
             _span_event(event, name)
 
     obj.add_listener(on_event)
-    return Instrumentation(obj, name, on_event, monitor_recorder=False)
+    return Instrumentation(obj, name, on_event, monitor_recorder=None)

@@ -8,7 +8,15 @@
 //! the live sessions' counters (from their states) and the retired ones.
 //!
 //! Bounded: a registry keeps at most `agentbreaker::metrics::MAX_SERIES` task series; PATH sums
-//! at most [`MAX_SESSIONS`] sessions (the most recently updated).
+//! at most [`MAX_SESSIONS`] counters files (the most recently updated). The counters of a session
+//! past them are folded into the retired ones, once: under its lock, taken without waiting (as the
+//! cleanup of a stale session does), its counters are added to the retired ones, then zeroed in
+//! its state and its counters file is left empty (0 bytes: nothing to sum, still there for its
+//! end); its next call counts from zero again. A session in use (its lock held) is summed as it
+//! is. So the totals never go down, and a call reads at most [`MAX_SESSIONS`] files plus the ones
+//! it folds: each call makes at most one file (its own) non-empty again, so that is about one.
+//! PATH is summed and written under the retired counters' lock: the files of two calls never go
+//! back in time.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -16,7 +24,7 @@ use std::time::SystemTime;
 use agentbreaker::metrics::{self, Registry, TaskOutcome};
 use serde_json::Value;
 
-use super::state::{self, SessionState, StateDir};
+use super::state::{self, Loaded, SessionState, StateDir};
 use crate::metrics_file::write_text_atomic;
 
 /// Where the counters of ended sessions are added up.
@@ -25,7 +33,8 @@ pub const RETIRED_FILE: &str = "retired.metrics.json";
 const RETIRED_LOCK: &str = "retired";
 /// The suffix of a session's counters beside its state.
 pub const SIDECAR_SUFFIX: &str = ".metrics.json";
-/// The most sessions one metrics file sums.
+/// The most counters files one metrics file reads; the sessions past them are folded into the
+/// retired counters.
 pub const MAX_SESSIONS: usize = 1000;
 /// The largest counters file read.
 const MAX_READ: u64 = 4 * 1024 * 1024;
@@ -105,9 +114,74 @@ pub fn retire(dir: &StateDir, key: &str, st: &SessionState) {
     };
     let mut total = retired(dir);
     total.merge(&mine);
-    let text = serde_json::to_string(&total.to_json()).unwrap_or_default();
-    let _ = write_text_atomic(&dir.path.join(RETIRED_FILE), &text);
+    if write_retired(dir, &total).is_ok() {
+        // Under the retired counters' lock: a metrics file never counts the session twice.
+        remove_sidecar(dir, key);
+    }
     drop(lock);
+}
+
+fn write_retired(dir: &StateDir, total: &Registry) -> std::io::Result<()> {
+    let text = serde_json::to_string(&total.to_json()).unwrap_or_default();
+    write_text_atomic(&dir.path.join(RETIRED_FILE), &text)
+}
+
+/// Folds the counters of a session past [`MAX_SESSIONS`] into the retired ones (`total`, written
+/// to [`RETIRED_FILE`]; hold its lock). Under the session's lock, taken without waiting: false
+/// when a call holds it (the session is in use, its file is summed as it is). The retired
+/// counters are written first: a process killed in between counts the session twice rather than
+/// never. The state keeps its modification time (the cleanup's clock).
+fn fold(dir: &StateDir, key: &str, total: &mut Registry) -> bool {
+    let Ok(Some(lock)) = dir.try_lock(key) else {
+        return false;
+    };
+    let path = sidecar(dir, key);
+    // Folded or ended meanwhile: nothing left to fold.
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return true;
+    }
+    match dir.load(key) {
+        Loaded::State(mut st) => {
+            let mut folded = total.clone();
+            folded.merge(&session_registry(&st));
+            if write_retired(dir, &folded).is_err() {
+                return false;
+            }
+            *total = folded;
+            let state_path = dir.path.join(format!("{key}.json"));
+            let modified = std::fs::symlink_metadata(&state_path).and_then(|m| m.modified());
+            st.metrics = Value::Null;
+            if dir.save(key, &st, false).is_ok()
+                && let Ok(modified) = modified
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(&state_path)
+                    .and_then(|f| f.set_modified(modified));
+            }
+            let _ = write_text_atomic(&path, "");
+        }
+        // A counters file without a (usable) state: its counters are the last ones known.
+        Loaded::Fresh | Loaded::Aside(_) => {
+            let mut folded = total.clone();
+            if let Some(r) = read_registry(&path) {
+                folded.merge(&r);
+            }
+            if write_retired(dir, &folded).is_err() {
+                return false;
+            }
+            *total = folded;
+            remove_sidecar(dir, key);
+            // No state: its lock file goes too (removed while held, as the cleanup does).
+            if std::fs::symlink_metadata(dir.path.join(format!("{key}.json"))).is_err() {
+                dir.remove(key);
+            }
+        }
+    }
+    drop(lock);
+    true
 }
 
 /// The step counts of the session's open tasks that are not halted (from its Monitor snapshot).
@@ -133,53 +207,78 @@ fn open_task_steps(st: &SessionState) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-/// The sum of the retired counters and every session's counters file (the most recently updated
-/// [`MAX_SESSIONS`]).
+/// The sum of the retired counters and every session's counters file: the most recently updated
+/// [`MAX_SESSIONS`] are read, the others folded into the retired counters (the module's head).
+/// Takes the retired counters' lock; without it (it cannot be taken) nothing is folded and every
+/// file is read.
 pub fn sum_of_sidecars(dir: &StateDir) -> Registry {
-    let mut total = retired(dir);
+    let lock = dir.lock(RETIRED_LOCK).ok();
+    let total = sum_locked(dir, lock.is_some());
+    drop(lock);
+    total
+}
+
+fn sum_locked(dir: &StateDir, may_fold: bool) -> Registry {
+    let mut retired_total = retired(dir);
     let Ok(entries) = std::fs::read_dir(&dir.path) else {
-        return total;
+        return retired_total;
     };
-    let mut files: Vec<(SystemTime, PathBuf)> = entries
+    let mut files: Vec<(SystemTime, String)> = entries
         .flatten()
         .take(100_000)
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
-            if name.starts_with('.') || name == RETIRED_FILE || !name.ends_with(SIDECAR_SUFFIX) {
+            if name.starts_with('.') || name == RETIRED_FILE {
                 return None;
             }
+            let key = name.strip_suffix(SIDECAR_SUFFIX)?;
             // Every counters file is counted, stale or not: it is not in the retired counters
-            // until its session is cleaned up, which removes it.
-            let modified = e.metadata().ok()?.modified().ok()?;
-            Some((modified, e.path()))
+            // until its session is cleaned up, which removes it. An empty one was folded.
+            let meta = e.metadata().ok()?;
+            if meta.len() == 0 {
+                return None;
+            }
+            Some((meta.modified().ok()?, key.to_string()))
         })
         .collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.0));
-    for (_, path) in files.into_iter().take(MAX_SESSIONS) {
-        if let Some(r) = read_registry(&path) {
+    let mut read = Vec::with_capacity(files.len().min(MAX_SESSIONS));
+    for (i, (_, key)) in files.into_iter().enumerate() {
+        if i < MAX_SESSIONS || !may_fold || !fold(dir, &key, &mut retired_total) {
+            read.push(key);
+        }
+    }
+    let mut total = retired_total;
+    for key in read {
+        if let Some(r) = read_registry(&sidecar(dir, &key)) {
             total.merge(&r);
         }
     }
     total
 }
 
-/// The sum of the retired counters and the given sessions' counters.
+/// The sum of the retired counters and the given sessions' counters (every one: `status` has
+/// read their states already).
 pub fn sum_of_sessions<'a>(
     dir: &StateDir,
     sessions: impl IntoIterator<Item = &'a SessionState>,
 ) -> Registry {
     let mut total = retired(dir);
-    for st in sessions.into_iter().take(MAX_SESSIONS) {
+    for st in sessions {
         total.merge(&session_registry(st));
     }
     total
 }
 
-/// Writes the metrics file of a hook call.
+/// Writes the metrics file of a hook call: summed and written under the retired counters' lock,
+/// so that a file never follows a newer one.
 pub fn write_file(dir: &StateDir, path: &Path) -> Result<(), String> {
-    let text = sum_of_sidecars(dir).to_prometheus();
-    write_text_atomic(path, &text)
-        .map_err(|e| format!("cannot write the metrics file {}: {e}", path.display()))
+    let lock = dir.lock(RETIRED_LOCK).ok();
+    let text = sum_locked(dir, lock.is_some()).to_prometheus();
+    let written = write_text_atomic(path, &text)
+        .map_err(|e| format!("cannot write the metrics file {}: {e}", path.display()));
+    drop(lock);
+    written
 }
 
 /// `state::now_ms`, for the trace.
