@@ -25,8 +25,9 @@ use crate::watch::Watch;
 /// Exit codes: the agent's own code when it ended on its own; 2 when a budget stopped it (tool
 /// calls, spend, duration, idle time, a tool's limit; `loop`: max iterations, budget); 3 when a
 /// loop was detected (repeated steps, cycles, failures, near-identical outputs, no progress);
-/// 130 on Ctrl-C; 64 for a bad command line; 78 for a bad configuration; 127 when the agent could
-/// not be started.
+/// 130 on Ctrl-C; 64 for a bad command line; 74 when a file could not be read or written (`run
+/// --report`: unless the agent was halted or interrupted); 78 for a bad configuration; 127 when
+/// the agent could not be started.
 #[derive(Debug, Parser)]
 #[command(name = "agentbreaker", version, about, long_about = None)]
 struct Cli {
@@ -367,6 +368,9 @@ fn cmd_run(args: &RunArgs) -> i32 {
         (None, None, Some(agent)) => agent.shell_code(),
         (None, None, None) => 1,
     };
+    // A halt or an interruption is what a caller most needs to know; the agent's own code gives
+    // way to 74 when the report could not be written (docs/cli.md, "Exit codes").
+    let decided_by_us = watch.halt.is_some() || outcome.interrupted.is_some();
     if let Some(halt) = &watch.halt {
         eprintln!("{}", report::card(halt));
     }
@@ -388,7 +392,13 @@ fn cmd_run(args: &RunArgs) -> i32 {
         );
         let bytes = serde_json::to_vec_pretty(&doc).unwrap_or_default();
         if let Err(e) = agentbreaker::persist::write_atomic(path, &bytes) {
-            eprintln!("agentbreaker: could not write the report: {e}");
+            eprintln!(
+                "agentbreaker: could not write the report {}: {e}",
+                path.display()
+            );
+            if !decided_by_us {
+                return EXIT_IO;
+            }
         }
     }
     code

@@ -1,7 +1,7 @@
 //! `agentbreaker replay FILE`: run a recorded stream through the same parsers and Monitor as `run`
 //! and say where it would have been stopped, and what it would have been warned about.
-//! Timestamps in the stream (`timestamp` or `ts` fields) drive the clock; lines without one
-//! advance it by one second. Between lines the clock walks one second at a time with a tick each
+//! Timestamps in the stream (`timestamp` or `ts` fields) drive the clock (a line stamped as the
+//! one before it comes at the same time); lines without one advance it by one second. Between lines the clock walks one second at a time with a tick each
 //! second ([`crate::timeline::walk`]), as `run` ticks live.
 
 use std::io::BufRead;
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::report::{card, clock, dollars, notice, slug};
 use crate::settings::Settings;
 use crate::stream::{Format, StreamParser};
-use crate::timeline::walk;
+use crate::timeline::walk_timed;
 use crate::watch::Watch;
 
 /// Where a verdict came: its 1-based line and the seconds into the recording.
@@ -174,25 +174,29 @@ pub fn replay(
         }
         number += 1;
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
-        let before = parser.last_timestamp_ms;
         let events = parser.parse_line(text);
-        let target = match parser
-            .last_timestamp_ms
-            .filter(|_| parser.last_timestamp_ms != before)
-        {
+        // A line's own timestamp places it (the same as the previous line's: no time passed);
+        // a line without one comes a second after the previous line.
+        let target = match parser.line_timestamp_ms {
             Some(ts) => {
                 let base = *offset.get_or_insert_with(|| ts.saturating_sub(manual.now()));
                 ts.saturating_sub(base)
             }
             None => manual.now() + 1000,
         };
-        // Time passes up to this line as it would have live.
-        let ticked = watch.record_all(walk(&manual, &watch.monitor, target));
+        // Time passes up to this line as it would have live; what a tick said is labelled with
+        // that tick's time (and this line: it came before it).
+        for (ms, v) in watch.record_timed(walk_timed(&manual, &watch.monitor, target)) {
+            let at = At {
+                line: number,
+                secs: ms as f64 / 1000.0,
+            };
+            keep(vec![v], at, &mut halt);
+        }
         let at = || At {
             line: number,
             secs: manual.now() as f64 / 1000.0,
         };
-        keep(ticked, at(), &mut halt);
         if halt.is_none() {
             let said = watch.observe(&events);
             keep(said, at(), &mut halt);
@@ -273,6 +277,53 @@ mod tests {
         assert_eq!(at.line, 3);
         // Idle since 30 s; the tick at 91 s is the first past the 60 s limit.
         assert!((at.secs - 91.0).abs() < 1e-9, "{}", at.secs);
+    }
+
+    #[test]
+    fn lines_stamped_with_the_same_time_take_no_time() {
+        let mut settings = Settings::from_profile("coding-agent").unwrap();
+        settings.budget.max_task_duration_secs = 10;
+        let text = "{\"type\": \"alive\", \"timestamp\": \"2025-01-01T00:00:00Z\"}\n".repeat(30);
+        let v = run(&text, &settings);
+        assert!(v.halt.is_none(), "{:?}", v.halt);
+        assert_eq!(v.watch.status()["tasks"][0]["durationSecs"], 0.0);
+        // Time still passes between lines stamped a second apart, and for lines without a stamp.
+        let text = "{\"type\": \"alive\", \"ts\": 1000}\n{\"type\": \"alive\", \"ts\": 1000}\n\
+                    {\"type\": \"alive\", \"ts\": 2000}\n{\"type\": \"alive\"}\n";
+        let v = run(text, &settings);
+        assert_eq!(v.watch.status()["tasks"][0]["durationSecs"], 2.0);
+    }
+
+    #[test]
+    fn a_warning_in_a_gap_is_labelled_with_the_time_it_was_raised() {
+        // 20 minutes without a line after 2 s; 15 minutes idle is the limit, warned at 80%.
+        let text = "{\"type\": \"assistant\", \"text\": \"start\", \"ts\": 1700000000000}\n\
+                    {\"type\": \"tool_use\", \"name\": \"Bash\", \"ts\": 1700000001000}\n\
+                    {\"type\": \"tool_result\", \"ok\": true, \"ts\": 1700000002000}\n\
+                    {\"type\": \"assistant\", \"text\": \"later\", \"ts\": 1700001202000}\n";
+        let v = run(text, &Settings::from_profile("coding-agent").unwrap());
+        let (warning, at) = &v.warnings[0];
+        assert_eq!(slug(warning), "idle_timeout");
+        assert_eq!(at.line, 4);
+        // Idle since 2 s: 720 s idle at 722 s.
+        assert!((at.secs - 722.0).abs() < 1e-9, "{}", at.secs);
+        let (halt, at) = v.halt.clone().unwrap();
+        assert_eq!(slug(&halt), "idle_timeout");
+        assert!((at.secs - 903.0).abs() < 1e-9, "{}", at.secs);
+        assert!(
+            v.to_text(Path::new("x")).contains("line 4 (12m02s)"),
+            "{}",
+            v.to_text(Path::new("x"))
+        );
+        // The trace places it there too.
+        let trace = serde_json::to_value(&v.watch.trace).unwrap();
+        let warn = trace["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "warn")
+            .unwrap();
+        assert_eq!(warn["t"], 722_000, "{trace}");
     }
 
     #[test]

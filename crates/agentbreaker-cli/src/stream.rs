@@ -6,7 +6,8 @@
 //! - Claude Code `--output-format stream-json`: per model message (one message is spread over
 //!   several `assistant` lines with the same `message.id`, one content block each), an
 //!   `assistant` event with its text (`""` when it only called tools) before its `tool_use`
-//!   events, and its `usage` once; per `tool_result` block of a `user` line a `tool_result`
+//!   events, and its `usage` once at its largest figures (a later line of the message whose
+//!   counts grew adds the growth); per `tool_result` block of a `user` line a `tool_result`
 //!   (and, for a successful `Edit`, `Write`, `MultiEdit` or `NotebookEdit`, a `progress` event
 //!   with the file and a digest of the edit just before it); subagent lines (`parent_tool_use_id`)
 //!   count for the task named by that id, which is closed (heartbeat `done`) when its parent's
@@ -23,7 +24,7 @@
 //! Lines that only show the agent is alive (`system`, `thread.started`, reasoning, ...) become
 //! `alive` events. Anything else (non-JSON, truncated JSON, binary, unknown shapes) is counted as
 //! malformed and otherwise ignored: the supervisor passes every line through unchanged whatever it
-//! says.
+//! says (and takes any line as a sign of life).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::str::FromStr;
@@ -100,6 +101,42 @@ impl RecentIds {
     }
 }
 
+/// The token counts of a Claude message: input, output, cache creation, cache read.
+type Tokens = [u64; 4];
+
+/// The largest token counts seen per Claude message id, for a bounded number of recent ids (oldest
+/// forgotten first). Claude Code repeats a message's `usage` on each of its lines, and the figures
+/// may grow from one line to the next (`output_tokens` 1, 1, then 244): a message counts once, at
+/// its largest figures.
+#[derive(Debug, Default)]
+struct UsageSeen {
+    counts: HashMap<String, Tokens>,
+    order: VecDeque<String>,
+}
+
+impl UsageSeen {
+    /// What `now` adds to what was counted for `id` (each figure's growth; all of `now` the first
+    /// time), remembering the larger figures; `None` when nothing grew on a known id.
+    fn growth(&mut self, id: &str, now: Tokens) -> Option<Tokens> {
+        if let Some(seen) = self.counts.get_mut(id) {
+            let mut add = [0; 4];
+            for ((a, s), n) in add.iter_mut().zip(seen.iter_mut()).zip(now) {
+                *a = n.saturating_sub(*s);
+                *s = (*s).max(n);
+            }
+            return add.iter().any(|&a| a > 0).then_some(add);
+        }
+        if self.order.len() >= MAX_REMEMBERED_IDS
+            && let Some(old) = self.order.pop_front()
+        {
+            self.counts.remove(&old);
+        }
+        self.counts.insert(id.to_string(), now);
+        self.order.push_back(id.to_string());
+        Some(now)
+    }
+}
+
 /// What a Claude `Edit`/`Write`/`MultiEdit`/`NotebookEdit` call changes: its file and a digest of
 /// the path and the new content its input specifies.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,8 +159,8 @@ struct Pending {
 #[derive(Debug)]
 pub struct StreamParser {
     format: Format,
-    /// Claude message ids whose usage was counted.
-    usage_counted: RecentIds,
+    /// Claude message ids whose usage was counted, with the figures counted.
+    usage_counted: UsageSeen,
     /// Codex item ids whose tool call was sent.
     items_started: RecentIds,
     /// Claude tool_use id → the edit it makes (for `progress` when it succeeds).
@@ -139,6 +176,8 @@ pub struct StreamParser {
     pub malformed: u64,
     /// The timestamp (ms since the epoch) of the last line that carried one.
     pub last_timestamp_ms: Option<u64>,
+    /// The timestamp of the line just parsed, if it carried one.
+    pub line_timestamp_ms: Option<u64>,
     /// The agent's final answer (Claude's `result`, Codex's last `agent_message`).
     pub final_text: Option<String>,
 }
@@ -164,7 +203,7 @@ impl StreamParser {
     pub fn new(format: Format) -> Self {
         StreamParser {
             format,
-            usage_counted: RecentIds::default(),
+            usage_counted: UsageSeen::default(),
             items_started: RecentIds::default(),
             edits: HashMap::new(),
             edit_order: VecDeque::new(),
@@ -173,6 +212,7 @@ impl StreamParser {
             lines: 0,
             malformed: 0,
             last_timestamp_ms: None,
+            line_timestamp_ms: None,
             final_text: None,
         }
     }
@@ -180,6 +220,7 @@ impl StreamParser {
     /// Parses one line (without its newline) into Monitor events.
     pub fn parse_line(&mut self, line: &[u8]) -> Vec<Value> {
         self.lines += 1;
+        self.line_timestamp_ms = None;
         let text = match std::str::from_utf8(line) {
             Ok(t) => t.trim(),
             Err(_) => {
@@ -194,7 +235,8 @@ impl StreamParser {
             self.malformed += 1;
             return Vec::new();
         };
-        self.last_timestamp_ms = timestamp_of(&obj).or(self.last_timestamp_ms);
+        self.line_timestamp_ms = timestamp_of(&obj);
+        self.last_timestamp_ms = self.line_timestamp_ms.or(self.last_timestamp_ms);
         let format = match self.format {
             Format::Auto => detect(&obj),
             f => Some(f),
@@ -335,14 +377,24 @@ impl StreamParser {
                         out.push(event("tool_use", task, c));
                     }
                 }
+                // The message's usage once, at its largest figures: the first line's, then what
+                // a later line of the same message adds to them.
                 if let Some(usage) = message.get("usage").and_then(Value::as_object)
-                    && self.usage_counted.first_time(&id)
+                    && let Some([input, output, creation, read]) = self.usage_counted.growth(
+                        &id,
+                        [
+                            count(usage, "input_tokens"),
+                            count(usage, "output_tokens"),
+                            count(usage, "cache_creation_input_tokens"),
+                            count(usage, "cache_read_input_tokens"),
+                        ],
+                    )
                 {
                     let mut fields = json!({"usage": {
-                        "input_tokens": count(usage, "input_tokens"),
-                        "output_tokens": count(usage, "output_tokens"),
-                        "cache_creation_input_tokens": count(usage, "cache_creation_input_tokens"),
-                        "cache_read_input_tokens": count(usage, "cache_read_input_tokens"),
+                        "input_tokens": input,
+                        "output_tokens": output,
+                        "cache_creation_input_tokens": creation,
+                        "cache_read_input_tokens": read,
                     }});
                     if let Some(model) = message.get("model").and_then(Value::as_str) {
                         fields["model"] = json!(model);

@@ -14,6 +14,15 @@ pub const MAX_TICKS_PER_GAP: u64 = 100_000;
 /// clock at the second that tripped it. A `to_ms` at or before the clock's time changes nothing.
 /// After [`MAX_TICKS_PER_GAP`] ticks the clock jumps straight to `to_ms` for one last tick.
 pub fn walk(clock: &ManualClock, monitor: &Monitor, to_ms: u64) -> Vec<Verdict> {
+    walk_timed(clock, monitor, to_ms)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// [`walk`], with the clock's time (ms) of the tick that gave each verdict: a warning raised in
+/// the middle of a long gap is labelled with its own second, not the gap's end.
+pub fn walk_timed(clock: &ManualClock, monitor: &Monitor, to_ms: u64) -> Vec<(u64, Verdict)> {
     let mut seen = Vec::new();
     let mut ticks = 0u64;
     while clock.now() < to_ms {
@@ -26,7 +35,7 @@ pub fn walk(clock: &ManualClock, monitor: &Monitor, to_ms: u64) -> Vec<Verdict> 
         clock.set(next);
         for v in monitor.tick() {
             let halt = v.is_halt();
-            seen.push(v);
+            seen.push((next, v));
             if halt {
                 return seen;
             }
@@ -62,6 +71,17 @@ mod tests {
         assert_eq!(clock.now(), 61_000);
         // The idle warning (80% of the limit) came before the halt.
         assert!(seen[0].is_warn(), "{seen:?}");
+    }
+
+    #[test]
+    fn each_verdict_comes_with_the_second_that_gave_it() {
+        let clock = ManualClock::shared(0);
+        let m = monitor(&clock, 900);
+        m.observe(&json!({"type": "alive"})).unwrap();
+        // 20 minutes without output: warned at 80% of the 900 s limit, stopped past it.
+        let seen = walk_timed(&clock, &m, 1_200_000);
+        let at: Vec<(u64, bool)> = seen.iter().map(|(t, v)| (*t, v.is_halt())).collect();
+        assert_eq!(at, [(720_000, false), (901_000, true)]);
     }
 
     #[test]

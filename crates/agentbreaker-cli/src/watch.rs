@@ -146,6 +146,23 @@ impl Watch {
         said
     }
 
+    /// [`Watch::record_all`] for verdicts that each come with their own time (ms, on the watch's
+    /// clock): the ticks of [`crate::timeline::walk_timed`]. Returns the ones kept, with their
+    /// time, up to the first halt.
+    pub fn record_timed(&mut self, verdicts: Vec<(u64, Verdict)>) -> Vec<(u64, Verdict)> {
+        let mut said = Vec::new();
+        for (at, v) in verdicts {
+            if self.halt.is_some() {
+                break;
+            }
+            self.trace.verdict(at, &v);
+            if self.record(&v) {
+                said.push((at, v));
+            }
+        }
+        said
+    }
+
     /// Keeps a warning or the halt; false for a continue.
     fn record(&mut self, v: &Verdict) -> bool {
         if v.is_halt() {

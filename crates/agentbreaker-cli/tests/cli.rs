@@ -291,7 +291,8 @@ fn events_the_monitor_refuses_are_counted_and_reported() {
             .starts_with("\"tool_use\": "),
         "{r}"
     );
-    assert_eq!(r["events"], 1);
+    // The agent's start (an `alive`) and its one valid line.
+    assert_eq!(r["events"], 2);
     assert!(
         stderr(&out).contains("2 events were refused by the Monitor (INVALID_EVENT)"),
         "{}",
@@ -818,4 +819,296 @@ fn the_default_profile_stops_a_repeated_tool_step() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Review fixes: output that is not an event, the report's exit code, a stdout nobody reads.
+
+#[test]
+fn output_that_is_no_event_keeps_the_agent_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    // Plain progress text every half second for 4 s, with a 2 s idle limit.
+    let script = "echo '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}'; \
+                  i=0; while [ $i -lt 8 ]; do echo \"working... $i\"; sleep 0.5; i=$((i+1)); done";
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "run",
+            "--idle-secs",
+            "2",
+            "--grace-secs",
+            "1",
+            "--report",
+            "r.json",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = report(&dir.path().join("r.json"));
+    assert_eq!(r["halt"], Value::Null, "{r}");
+    assert_eq!(r["malformedLines"], 8, "{r}");
+
+    // One that prints nothing at all is idle from its start.
+    let (out, took) = run(
+        dir.path(),
+        &[
+            "run",
+            "--idle-secs",
+            "2",
+            "--grace-secs",
+            "1",
+            "--report",
+            "r.json",
+            "--",
+            "sleep",
+            "10",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    assert_eq!(
+        report(&dir.path().join("r.json"))["halt"]["reason"],
+        "idle_timeout"
+    );
+}
+
+#[test]
+fn a_report_that_cannot_be_written_exits_74_unless_the_agent_was_halted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "run",
+            "--report",
+            "/nonexistent/dir/r.json",
+            "--",
+            "sh",
+            "-c",
+            "exit 0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(74), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could not write the report /nonexistent/dir/r.json"),
+        "{}",
+        stderr(&out)
+    );
+    // A halt says more about the run: its code stays.
+    let script = format!("while true; do echo '{TOOL_USE}'; sleep 0.02; done");
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "run",
+            "--max-tool-calls",
+            "2",
+            "--grace-secs",
+            "1",
+            "--report",
+            "/nonexistent/dir/r.json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("could not write the report"));
+}
+
+#[test]
+fn replay_takes_equal_timestamps_as_no_time_and_labels_gap_warnings_with_their_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = dir.path().join("same.jsonl");
+    std::fs::write(
+        &same,
+        "{\"type\": \"alive\", \"timestamp\": \"2025-01-01T00:00:00Z\"}\n".repeat(30),
+    )
+    .unwrap();
+    let same = same.to_string_lossy().into_owned();
+    let (out, _) = run(
+        dir.path(),
+        &["replay", &same, "--duration-secs", "10", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["halted"], false, "{v}");
+    // As live: the same lines from a fast agent run to the end.
+    let (out, _) = run(
+        dir.path(),
+        &["run", "--duration-secs", "10", "--", "cat", &same],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // 20 minutes without a line: the idle warning came 720 s into the silence, at 722 s.
+    let gap = dir.path().join("gap.jsonl");
+    std::fs::write(
+        &gap,
+        "{\"type\": \"assistant\", \"text\": \"start\", \"ts\": 1700000000000}\n\
+         {\"type\": \"tool_use\", \"name\": \"Bash\", \"input\": {\"command\": \"ls\"}, \"ts\": 1700000001000}\n\
+         {\"type\": \"tool_result\", \"ok\": true, \"text\": \"a\", \"ts\": 1700000002000}\n\
+         {\"type\": \"assistant\", \"text\": \"later\", \"ts\": 1700001202000}\n",
+    )
+    .unwrap();
+    let gap = gap.to_string_lossy().into_owned();
+    let (out, _) = run(dir.path(), &["replay", &gap, "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["warnings"][0]["reason"], "idle_timeout", "{v}");
+    assert_eq!(v["warnings"][0]["at"]["atSecs"], 722.0, "{v}");
+    assert_eq!(v["halt"]["reason"], "idle_timeout", "{v}");
+    assert_eq!(v["atSecs"], 903.0, "{v}");
+    let (out, _) = run(dir.path(), &["replay", &gap]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("line 4 (12m02s): warning [idle_timeout]"),
+        "{text}"
+    );
+}
+
+/// Peak resident memory of a process, in KB.
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_stdout_nobody_reads_stops_neither_the_ticks_nor_the_halt() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("agent.pid");
+    // A first line larger than a pipe holds, then a line every 0.1 s.
+    let script = format!(
+        "echo $$ > {}; head -c 200000 /dev/zero | tr '\\0' x; echo; \
+         while true; do echo 'working'; sleep 0.1; done",
+        pidfile.display()
+    );
+    let start = Instant::now();
+    let mut child = agentbreaker(
+        dir.path(),
+        &[
+            "run",
+            "--duration-secs",
+            "2",
+            "--grace-secs",
+            "1",
+            "--report",
+            "r.json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Our end of agentbreaker's stdout is held and never read.
+    let stdout = child.stdout.take().unwrap();
+    while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the agent did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stopped = loop {
+        if !alive(pid) {
+            break true;
+        }
+        if start.elapsed() > Duration::from_secs(8) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        stopped,
+        "the agent {pid} runs on while our stdout is blocked"
+    );
+    drop(stdout);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2));
+    let r = report(&dir.path().join("r.json"));
+    assert_eq!(r["halt"]["reason"], "duration_limit", "{r}");
+}
+
+#[test]
+fn a_flooding_agent_waits_for_a_slow_stdout_and_its_output_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 000 lines of 1000 bytes: 100 MB.
+    let script = "yes \"$(head -c 1000 /dev/zero | tr '\\0' x)\" | head -n 100000";
+    let mut child = agentbreaker(dir.path(), &["run", "--", "sh", "-c", script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    // Nobody reads for a while: agentbreaker holds a bounded amount, the agent waits.
+    std::thread::sleep(Duration::from_millis(1500));
+    let peak = peak_rss_kb(child.id());
+    let mut all = Vec::new();
+    std::io::Read::read_to_end(&mut stdout, &mut all).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(peak < 64 * 1024, "agentbreaker grew to {peak} kB");
+    assert_eq!(all.len(), 100_000 * 1001);
+    assert!(
+        all.chunks(1001)
+            .all(|l| l[..1000].iter().all(|&b| b == b'x') && l[1000] == b'\n')
+    );
+}
+
+#[test]
+fn an_agent_stopped_for_reading_the_terminal_is_told_about_and_ended_by_a_limit() {
+    // A terminal for agentbreaker's stdin: util-linux `script` runs it on a pseudo-terminal.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` command to make a terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let inner = format!(
+        "'{BIN}' run -q --idle-secs 2 --grace-secs 1 -- sh -c 'echo asking >&2; read x; echo got'"
+    );
+    let start = Instant::now();
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut text);
+        text
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("agentbreaker did not end the stopped agent");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = reader.join().unwrap();
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains("agentbreaker: the agent is stopped (SIGTTIN): it read from the terminal"),
+        "{text}"
+    );
+    assert!(text.contains("stopped by rule idle_timeout"), "{text}");
+    assert_eq!(status.code(), Some(2), "{text}");
+    assert!(start.elapsed() < Duration::from_secs(10));
 }

@@ -259,6 +259,8 @@ fn claude_parallel_calls_are_one_step_and_results_pair_by_id() {
             "tool_use:Glob#toolu_0159UgCo4NbfR31bEF5ahr97",
             "tool_use:Glob#toolu_01P4rDF26QLJUsg983QLBYrq",
             "tool_use:Read#toolu_01YXK2iNjf1fn7PwZmjttkKZ",
+            // The message's last line reports 188 output tokens, not 30: the 158 more count.
+            "usage:0/158/0/0",
             "tool_result:false#toolu_01YXK2iNjf1fn7PwZmjttkKZ",
             "tool_result:true#toolu_0159UgCo4NbfR31bEF5ahr97",
             "tool_result:true#toolu_019jALd3VWtibUK8fry98KcA",
@@ -266,7 +268,7 @@ fn claude_parallel_calls_are_one_step_and_results_pair_by_id() {
         ]
     );
     assert_eq!(
-        events[6]["text"],
+        events[7]["text"],
         "EISDIR: illegal operation on a directory, read"
     );
     all_valid(&events);
@@ -758,5 +760,65 @@ fn memory_stays_bounded() {
     }
     assert!(p.edits.len() <= MAX_REMEMBERED_IDS);
     assert!(p.usage_counted.order.len() <= MAX_REMEMBERED_IDS);
+    assert!(p.usage_counted.counts.len() <= MAX_REMEMBERED_IDS);
     assert!(p.pending.len() <= MAX_PENDING_MESSAGES);
+}
+
+#[test]
+fn claude_usage_counts_each_message_once_at_its_largest_figures() {
+    let line = |id: &str, input: u64, output: u64| {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"{id}","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"x"}}],"usage":{{"input_tokens":{input},"output_tokens":{output},"cache_read_input_tokens":7}}}},"session_id":"s"}}"#
+        )
+    };
+    let mut p = StreamParser::new(Format::Auto);
+    let usage: Vec<String> = [
+        line("m1", 6, 1),
+        line("m1", 6, 1),
+        line("m1", 6, 244),
+        // A smaller figure again (never seen, but possible) takes nothing back.
+        line("m1", 6, 200),
+        line("m2", 3, 5),
+    ]
+    .iter()
+    .flat_map(|l| kinds(&parse(&mut p, l)))
+    .filter(|k| k.starts_with("usage"))
+    .collect();
+    assert_eq!(usage, ["usage:6/1/0/7", "usage:0/243/0/0", "usage:3/5/0/7"]);
+    // The growth names the message's model, for its price.
+    let mut p = StreamParser::new(Format::Auto);
+    parse(&mut p, &line("m1", 6, 1));
+    let grown = parse(&mut p, &line("m1", 6, 2));
+    let grown: Vec<&Value> = grown.iter().filter(|e| e["type"] == "usage").collect();
+    assert_eq!(grown[0]["model"], "claude-sonnet-4-5");
+    all_valid(&parse_all(&mut p, &[&line("m3", 1, 1), &line("m3", 1, 9)]));
+}
+
+/// The recorded pricing run: 21 of its messages end with more output tokens than their first line
+/// says (7 736 in all, against 2 345 on first lines).
+#[test]
+fn claude_usage_of_a_recorded_session_is_its_messages_last_figures() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/streams/claude-code-pricing-run1.jsonl"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut p = StreamParser::new(Format::Auto);
+    let mut sum = [0u64; 4];
+    for line in text.lines() {
+        for e in p.parse_line(line.as_bytes()) {
+            if e["type"] == "usage" {
+                let u = &e["usage"];
+                for (s, k) in sum.iter_mut().zip([
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ]) {
+                    *s += u[k].as_u64().unwrap_or(0);
+                }
+            }
+        }
+    }
+    assert_eq!(sum, [729, 7_736, 68_768, 1_786_216]);
 }
