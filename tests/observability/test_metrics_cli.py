@@ -38,10 +38,17 @@ def test_the_vocabulary_and_its_prometheus_names(tmp_path: Path) -> None:
         "agentbreaker_spend": "counter",
         "agentbreaker_task_steps": "histogram",
     }
-    # Nothing happened: the counters without attributes read 0, the others have no series.
+    # Nothing happened but the run: the counters without attributes read 0, the others have no
+    # series, and the run's task (open from the agent's start, which counts as a sign of life)
+    # ended with 0 steps.
+    ended = (("outcome", "ended"),)
+    buckets = ["1", "2", "5", "10", "20", "50", "100", "200", "500", "1000", "+Inf"]
     assert samples == {
         ("agentbreaker_tool_calls_total", ()): 0.0,
         ("agentbreaker_spend_total", ()): 0.0,
+        **{("agentbreaker_task_steps_bucket", (("le", le), *ended)): 1 for le in buckets},
+        ("agentbreaker_task_steps_count", ended): 1,
+        ("agentbreaker_task_steps_sum", ended): 0,
     }
 
 
