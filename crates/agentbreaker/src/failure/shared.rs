@@ -336,20 +336,6 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-/// A random id for this breaker: the first part of the generation of every state it creates.
-fn nonce() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    format!("{:016x}", h.finish())
-}
-
 impl Shared {
     /// Connects (waiting at most `storeTimeoutMs`) and reads the shared state.
     pub(super) fn start(config: &FailureConfig, warning_threshold: u32) -> Result<Shared> {
@@ -379,7 +365,8 @@ impl Shared {
             view,
             prefix,
             keys,
-            nonce: nonce(),
+            // the first part of the generation of every state it creates
+            nonce: crate::store::random_id(1),
             calls: AtomicU64::new(0),
             on_failure: config.store_failure,
             timeout,

@@ -223,22 +223,6 @@ fn parse_totals(
     })
 }
 
-/// A fresh id for this Monitor's batches (128 bits).
-fn nonce() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    let high = h.finish();
-    h.write_u64(high);
-    format!("{high:016x}{:016x}", h.finish())
-}
-
 /// The batches argument of `count`: the process's id, then per batch its number, calls, cents and
 /// its calls of each tool of `tools`, in their order.
 fn batches_arg(process: &str, batches: &[Batch], tools: &[(String, u64, bool)]) -> String {
@@ -292,7 +276,7 @@ impl MonitorStore {
             timeout,
             ttl: ttl.to_string(),
             tracked: MAX_TRACKED_TOOLS.to_string(),
-            process: nonce(),
+            process: crate::store::random_id(2), // 128 bits
             batches_made: AtomicU64::new(0),
             unconfirmed: Mutex::new(FxHashMap::default()),
         })

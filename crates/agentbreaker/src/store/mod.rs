@@ -13,6 +13,25 @@ use crate::error::{Error, Result};
 #[cfg(feature = "redis")]
 pub(crate) mod link;
 
+/// A random id of `words` 64-bit parts in hex, for naming this process's writes in the store
+/// (a breaker's generations, a Monitor's batches): the process id and the time, hashed with a
+/// randomly keyed hasher.
+#[cfg(feature = "redis")]
+pub(crate) fn random_id(words: usize) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    h.write_u128(now.map(|d| d.as_nanos()).unwrap_or(0));
+    let mut out = String::with_capacity(16 * words);
+    for _ in 0..words {
+        let word = h.finish();
+        out.push_str(&format!("{word:016x}"));
+        h.write_u64(word);
+    }
+    out
+}
+
 /// The default of `storeTimeoutMs`: the longest a call waits for the store.
 pub const DEFAULT_STORE_TIMEOUT_MS: u64 = 50;
 /// The largest `storeTimeoutMs` accepted.
