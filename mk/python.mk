@@ -88,6 +88,7 @@ python-test-env: python-wheel
 test-python: python-test-env
 	$(PY_TEST_PY) $(PY_PYTEST) $(PY_DIR)/tests
 	$(PY_TEST_PY) $(PY_DIR)/bench/bench_python.py --smoke --out $(PY_TEST_VENV)/bench-smoke.jsonl
+	$(PY_TEST_PY) $(PY_DIR)/bench/cold_observe.py --smoke
 	$(PY_TEST_PY) -m mypy.stubtest --mypy-config-file $(PY_DIR)/pyproject.toml agentbreaker._native
 	$(PY_MYPY) --strict -p agentbreaker --exclude '$(PY_INT_MODULES)'
 	$(PY_MYPY) --strict $(PY_DIR)/tests $(PY_DIR)/examples $(PY_DIR)/bench \
