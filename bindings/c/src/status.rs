@@ -130,3 +130,47 @@ pub unsafe extern "C" fn ab_string_free(s: *mut c_char) {
 pub extern "C" fn ab_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table's strings are the core's: every error the core can return maps to the status of
+    /// its number and to its own code string, so a code added or renamed in the core cannot
+    /// leave C with another spelling (or `AB_ERR_INTERNAL`).
+    #[test]
+    fn every_core_error_has_its_own_status_and_code() {
+        let errors = [
+            Error::InvalidConfig(String::new()),
+            Error::InvalidArgument(String::new()),
+            Error::InvalidEvent(String::new()),
+            Error::InvalidSnapshot(String::new()),
+            Error::Io(String::new()),
+            Error::Internal(String::new()),
+            Error::CircuitOpen(String::new()),
+            Error::Halted(String::new()),
+        ];
+        for error in &errors {
+            // A new variant in the core fails to compile here until it is listed above.
+            match error {
+                Error::InvalidConfig(_)
+                | Error::InvalidArgument(_)
+                | Error::InvalidEvent(_)
+                | Error::InvalidSnapshot(_)
+                | Error::Io(_)
+                | Error::Internal(_)
+                | Error::CircuitOpen(_)
+                | Error::Halted(_) => {}
+            }
+            let (status, code) = code_of(error.number()).expect("a status for every core error");
+            assert_eq!(*status as i32, error.number());
+            assert_eq!(code.to_str(), Ok(error.code()));
+            assert_eq!(ab_status::of(error), *status);
+        }
+        assert_eq!(
+            CODES.len(),
+            errors.len() + 2,
+            "OK and NULL_ARG besides the core's codes"
+        );
+    }
+}
