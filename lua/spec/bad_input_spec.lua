@@ -756,6 +756,20 @@ describe("the hot paths take exactly what the checked methods take", function()
     assert.are.same({ deep = 1, t = 3, ["t\239\191\189"] = 1, ["u\239\191\189"] = 1 }, ids)
   end)
 
+  it("refuses a key, or a config's string, that is not UTF-8; names a boolean key", function()
+    -- Two keys would become one (U+FFFD each) and a statePath would name another file.
+    raises("INVALID_CONFIG", ab.Monitor.new, { toolLimits = { ["fetch\255"] = 1, ["fetch\254"] = 100 } })
+    raises("INVALID_CONFIG", ab.CircuitBreaker.new, { statePath = "/tmp/agentbreaker-st\255.json" })
+    local m = ab.Monitor.new()
+    raises("INVALID_EVENT", m.observe, m, { type = "tool_use", name = "x", input = { ["a\255"] = 1 } })
+    local ok, err = pcall(ab.CircuitBreaker.new, { [true] = 1 })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("a key of type a boolean", 1, true), tostring(err))
+    -- An event's text stays lossy: a tool's output need not be UTF-8.
+    local verdict = m:observe({ type = "tool_result", ok = true, text = "bad \255 byte" })
+    assert.are.equal("continue", verdict.action)
+  end)
+
   it("ingest: an assistant event on the quick path runs the output-loop check", function()
     local bb = ab.BudgetBreaker.new()
     assert.is_nil(bb:ingest({ type = "assistant", text = "same words here" }))

@@ -3,7 +3,7 @@
 //! fast paths of `capi` directly) and the way back ([`to_lua`]).
 //!
 //! In: `nil` and `agentbreaker.null` are `null`; strings are strings (invalid UTF-8 replaced by
-//! U+FFFD); Lua 5.4's integers are integers and other numbers go through
+//! U+FFFD, but refused in a key and in a config); Lua 5.4's integers are integers and other numbers go through
 //! `interop::whole_number` (a whole float is an integer: Lua 5.1 and LuaJIT have no other kind;
 //! NaN and the infinities are refused). A table marked with a `__jsontype` metatable field
 //! (`"array"` or `"object"`, as dkjson marks what it decodes and this module what it returns)
@@ -90,7 +90,10 @@ impl Walk<'_> {
                     let n = whole_number(x).ok_or_else(|| self.kind.not_finite(&at.to_string(), x));
                     Json::Number(n?)
                 }
-                ffi::LUA_TSTRING => Json::String(text(state, i)),
+                ffi::LUA_TSTRING => Json::String(
+                    text(state, i, self.kind == ArgKind::Config)
+                        .ok_or_else(|| self.kind.error(format_args!("{at} is not UTF-8")))?,
+                ),
                 ffi::LUA_TTABLE if depth >= MAX_DEPTH => return Err(self.kind.too_deep(self.what)),
                 ffi::LUA_TTABLE => self.table(i, at, depth)?,
                 other => {
@@ -116,7 +119,9 @@ impl Walk<'_> {
                 let (k, v) = (ffi::lua_gettop(state) - 1, ffi::lua_gettop(state));
                 match ffi::lua_type(state, k) {
                     ffi::LUA_TSTRING => {
-                        let name = text(state, k);
+                        let name = text(state, k, true).ok_or_else(|| {
+                            kind.error(format_args!("{at} has a key that is not UTF-8"))
+                        })?;
                         if depth > 0 || !self.skip.contains(&name.as_str()) {
                             let item = self.value(v, &At::Key(at, &name), depth + 1);
                             map.insert(name, item?);
@@ -191,21 +196,25 @@ pub(crate) unsafe fn bytes<'a>(state: *mut ffi::lua_State, index: c_int) -> &'a 
     unsafe { std::slice::from_raw_parts(ffi::lua_tolstring(state, index, &mut len).cast(), len) }
 }
 
-/// The string at `index` as UTF-8. (ASCII is checked first: for the short strings of an event,
-/// `from_utf8` costs about 70 instructions a string, `from_utf8_lossy` 140, `is_ascii` 20.)
-unsafe fn text(state: *mut ffi::lua_State, index: c_int) -> String {
+/// The string at `index` as UTF-8, invalid bytes replaced by U+FFFD; `None` for invalid bytes when
+/// `strict` (a key or a config's string: two keys would become one, a `statePath` another file).
+/// (ASCII is checked first: for the short strings of an event, `from_utf8` costs about 70
+/// instructions a string, `from_utf8_lossy` 140, `is_ascii` 20.)
+unsafe fn text(state: *mut ffi::lua_State, index: c_int, strict: bool) -> Option<String> {
     // SAFETY: see `bytes`; ASCII is UTF-8.
     unsafe {
         let bytes = bytes(state, index);
         if bytes.is_ascii() {
-            return std::str::from_utf8_unchecked(bytes).to_owned();
+            return Some(std::str::from_utf8_unchecked(bytes).to_owned());
         }
-        String::from_utf8_lossy(bytes).into_owned()
+        let lossy = String::from_utf8_lossy(bytes);
+        (!strict || matches!(lossy, std::borrow::Cow::Borrowed(_))).then(|| lossy.into_owned())
     }
 }
 
 fn type_name(lua_type: c_int) -> &'static str {
     match lua_type {
+        ffi::LUA_TBOOLEAN => "a boolean",
         ffi::LUA_TFUNCTION => "a function",
         ffi::LUA_TTHREAD => "a thread",
         _ => "a userdata",
