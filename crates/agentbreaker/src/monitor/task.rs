@@ -299,7 +299,10 @@ pub(crate) fn describe_call(name: &str, input: &Value) -> String {
     truncate(&line, MAX_LINE_BYTES).to_string()
 }
 
-/// The normalized hash of a JSON value: strings by their text, numbers as `#`, keys in order.
+/// The normalized hash of a JSON value: strings and numbers by their text, keys in order. A
+/// number is normalized as a number standing alone in text is (contract §11.4): a count of 1 to
+/// 8 digits is kept (`{"page": 2}` and `{"page": 3}` are different calls), a long id, a fraction
+/// or a negative number is not.
 fn hash_value(h: &mut NormalizedHasher, v: &Value, depth: usize) {
     if depth > 64 {
         return;
@@ -307,7 +310,12 @@ fn hash_value(h: &mut NormalizedHasher, v: &Value, depth: usize) {
     match v {
         Value::Null => h.write_str("null"),
         Value::Bool(b) => h.write_str(if *b { "true" } else { "false" }),
-        Value::Number(_) => h.write_str("0"),
+        Value::Number(n) => {
+            // Between brackets: after the key's `:` it would be joined to it, and not a count.
+            h.write_str("(");
+            h.write_str(&n.to_string());
+            h.write_str(")");
+        }
         Value::String(s) => {
             h.write_str("\"");
             h.write_str(capped_text(s).0);
