@@ -512,7 +512,7 @@ impl Monitor {
     }
 
     /// Checks the duration and idle limits of every open task at the clock's now (call it about
-    /// once a second); returns the warnings and halts.
+    /// once a second); returns the warnings and halts (a task's two warnings in turn, or its halt).
     pub fn tick(&self) -> Vec<Verdict> {
         let now = self.clock.now_ms();
         let mut verdicts = Vec::new();
@@ -536,10 +536,17 @@ impl Monitor {
                     updates: &mut updates,
                     options,
                 });
+                // Both limits' warnings are returned (a halt alone, as it overtakes them): a
+                // warning not returned would never be given again (contract §11.8).
+                let more = match out.halt {
+                    None => out.warnings.iter().skip(1).cloned().collect(),
+                    Some(_) => Vec::new(),
+                };
                 let v = self.settle(task, out, step, now, m);
                 if v.action != VerdictAction::Continue {
                     verdicts.push(v);
                 }
+                verdicts.extend(more);
             }
         }
         self.listeners.deliver();
