@@ -179,6 +179,12 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
 }
 
+/// Cents to the nano-cent, as budgets compare a spend: a sum of fractions is not exact in binary
+/// (0.2 + 0.4 + 0.3 + 0.1 makes 1.0000000000000002), and exactly the budget is allowed.
+pub(crate) fn nano_cents(cents: f64) -> f64 {
+    (cents * 1e9).round() / 1e9
+}
+
 impl Usage {
     /// The names of the four counts in an event's `usage` object, in the order they are read.
     pub const KEYS: [&'static str; 4] = [
@@ -853,9 +859,10 @@ impl BudgetBreaker {
             }
             KindView::Usage { model, usage } => {
                 task.spend_cents += usage.cost_cents(&c.price_for(model));
-                (task.spend_cents > c.max_token_spend_cents_per_task as f64).then_some(
+                let spent = nano_cents(task.spend_cents);
+                (spent > c.max_token_spend_cents_per_task as f64).then_some(
                     HaltReason::TokenSpendLimit {
-                        actual_cents: task.spend_cents,
+                        actual_cents: spent,
                         limit_cents: c.max_token_spend_cents_per_task,
                     },
                 )

@@ -575,7 +575,7 @@ impl Monitor {
                     "steps": t.step_number(),
                     "toolCalls": t.tool_calls,
                     "toolCallsByName": t.per_tool,
-                    "spendCents": t.spend_cents,
+                    "spendCents": t.spent(),
                     "durationSecs": now.saturating_sub(t.started_at) as f64 / 1000.0,
                     "idleSecs": now.saturating_sub(inner.idle_since(t)) as f64 / 1000.0,
                     "rules": rules,

@@ -639,6 +639,11 @@ impl Task {
         self.check_duration(c, now, out);
     }
 
+    /// The spend as budgets compare it ([`crate::budget::nano_cents`], contract §11.6).
+    pub(crate) fn spent(&self) -> f64 {
+        crate::budget::nano_cents(self.spend_cents)
+    }
+
     /// Spend (`cost`: the event's cost, else its tokens at the model's price; see
     /// [`usage_cost`]). `counted`: the store's totals, adopted just before, already hold it.
     pub(crate) fn usage(
@@ -653,7 +658,7 @@ impl Task {
             self.spend_cents += cost;
         }
         let limit = c.budget.max_token_spend_cents_per_task;
-        let spend = self.spend_cents;
+        let spend = self.spent();
         self.budget_rule(
             c,
             spend,
@@ -1241,7 +1246,7 @@ impl Task {
         );
         put(
             Rule::TokenSpendLimit,
-            self.spend_cents,
+            self.spent(),
             c.budget.max_token_spend_cents_per_task as f64,
         );
         put(
