@@ -51,7 +51,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::budget::{Phase, SESSION_TASK};
+use crate::budget::{AgentEvent, Phase, SESSION_TASK};
 use crate::clock::{SharedClock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Event, Listeners};
@@ -629,7 +629,11 @@ impl Monitor {
         };
         if inner.tasks.len() > MAX_MONITOR_TASKS
             || inner.stack.len() > MAX_MONITOR_TASKS
-            || !inner.tasks.iter().all(Task::within_bounds)
+            || !inner.tasks.iter().all(|t| t.within_bounds(&self.config))
+            || !inner
+                .stack
+                .iter()
+                .all(|id| AgentEvent::check_task_id(id).is_ok())
         {
             return Err(Error::snapshot(
                 "the snapshot holds more than a monitor keeps",

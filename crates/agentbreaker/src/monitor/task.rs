@@ -1301,10 +1301,13 @@ impl Task {
         m
     }
 
-    /// Checks a restored task against the bounds a live one keeps.
-    pub(crate) fn within_bounds(&self) -> bool {
+    /// Checks a restored task against what a live one under `c` can hold: its bounds (the
+    /// output loop's up to `loopWindow`), a valid id, no negative spend, and its open step the
+    /// one after its completed ones (whose count stays far from wrapping).
+    pub(crate) fn within_bounds(&self, c: &MonitorConfig) -> bool {
         let step_ok = self.current.as_ref().is_none_or(|s| {
-            s.calls.len() <= MAX_STEP_CALLS
+            s.number == self.steps + 1
+                && s.calls.len() <= MAX_STEP_CALLS
                 && s.errors.len() <= MAX_STEP_CALLS
                 && s.text.len() <= MAX_TEXT_BYTES
                 && s.calls.iter().all(|c| {
@@ -1317,7 +1320,8 @@ impl Task {
                 })
         });
         step_ok
-            && self.id.len() <= crate::budget::MAX_TASK_ID_BYTES
+            && crate::budget::AgentEvent::check_task_id(&self.id).is_ok()
+            && self.steps < 1 << 53
             && self.per_tool.len() <= MAX_TRACKED_TOOLS + super::config::MAX_TOOL_LIMITS
             && self.per_tool.keys().all(|k| k.len() <= MAX_ID_BYTES)
             && self.errors.len() <= MAX_TASK_ERRORS
@@ -1326,13 +1330,14 @@ impl Task {
             && self.stale.len() <= crate::steps::MAX_STEP_THRESHOLD as usize
             && self.baseline.len() <= 3
             && self.last_output.len() <= 4096
-            && self.similarities.len() <= 1024
+            && self.similarities.len() < (c.budget.loop_window as usize).max(1025)
             && self.recent.len() <= 32
             && self.recent.iter().all(|r| r.len() <= MAX_LINE_BYTES)
             && self.last_error.len() <= MAX_LINE_BYTES
             && self.ladder.warned_tools.len() <= super::config::MAX_TOOL_LIMITS
             && self.history.len() <= 20_000
             && self.spend_cents.is_finite()
+            && self.spend_cents >= 0.0
     }
 
     /// Fits a restored task's histories to the config's rules.

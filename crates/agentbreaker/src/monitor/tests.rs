@@ -767,3 +767,23 @@ fn an_assistant_event_with_spend_answers_the_more_severe_verdict() {
     );
     assert_eq!(v.step, 1);
 }
+
+#[test]
+fn a_long_output_loop_window_restores_its_own_snapshot() {
+    // 1100 different talk-only answers keep 1098 similarities under loopWindow 2000: more than
+    // the 1024 a default config keeps, and still what this Monitor wrote (contract §11.9).
+    let config = seed(json!({"budget": {"loopWindow": 2000}}));
+    let (m, _) = monitor(config.clone());
+    for i in 0..1100 {
+        obs(
+            &m,
+            json!({"type": "assistant", "text": format!("answer number {i} about topic {}", i * 7)}),
+        );
+    }
+    let snapshot = m.snapshot();
+    let kept = snapshot["tasks"][0]["similarities"].as_array().map_or(0, Vec::len);
+    assert!(kept > 1024, "{kept}");
+    let (restored, _) = monitor(config);
+    restored.restore(&snapshot).unwrap();
+    assert_eq!(restored.snapshot(), snapshot);
+}
