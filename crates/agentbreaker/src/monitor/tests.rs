@@ -772,16 +772,23 @@ fn an_assistant_event_with_spend_answers_the_more_severe_verdict() {
 fn a_long_output_loop_window_restores_its_own_snapshot() {
     // 1100 different talk-only answers keep 1098 similarities under loopWindow 2000: more than
     // the 1024 a default config keeps, and still what this Monitor wrote (contract §11.9).
-    let config = seed(json!({"budget": {"loopWindow": 2000}}));
+    let off = json!({"noProgressThreshold": 1000});
+    let config = seed(json!({"budget": {"loopWindow": 2000}, "stagnation": off}));
     let (m, _) = monitor(config.clone());
     for i in 0..1100 {
-        obs(
-            &m,
-            json!({"type": "assistant", "text": format!("answer number {i} about topic {}", i * 7)}),
-        );
+        if i % 500 == 499 {
+            // Progress now and then, so the no-progress rule stays quiet (the output loop is
+            // not reset by it).
+            obs(&m, json!({"type": "progress", "files": 1}));
+        }
+        let text = format!("answer number {i} about topic {}", i * 7);
+        let v = obs(&m, json!({"type": "assistant", "text": text}));
+        assert_ne!(v.action, VerdictAction::Halt, "{i}: {v:?}");
     }
     let snapshot = m.snapshot();
-    let kept = snapshot["tasks"][0]["similarities"].as_array().map_or(0, Vec::len);
+    let kept = snapshot["tasks"][0]["similarities"]
+        .as_array()
+        .map_or(0, Vec::len);
     assert!(kept > 1024, "{kept}");
     let (restored, _) = monitor(config);
     restored.restore(&snapshot).unwrap();
