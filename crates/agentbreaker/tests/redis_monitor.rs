@@ -173,7 +173,7 @@ fn two_monitors_share_one_budget() {
     // The fifth web_fetch of the fleet halts.
     let v = t3(&a);
     assert_eq!(slug(&v), Some("tool_limit"), "{v:?}");
-    assert_eq!(v.message.as_deref(), Some("web_fetch calls: 5 of 4"));
+    assert_eq!(v.message.as_deref(), Some("`web_fetch` calls: 5 of 4"));
     assert_eq!(
         server.cli(&["HGET", "share:task:t2", "spendCents"]).trim(),
         "100.5"

@@ -340,7 +340,7 @@ impl Finding {
                 tool,
                 actual,
                 limit,
-            } => format!("{tool} calls: {actual} of {limit}{stage}"),
+            } => format!("{} calls: {actual} of {limit}{stage}", code(tool)),
             Finding::Repeated {
                 count,
                 threshold,
@@ -487,16 +487,18 @@ impl Finding {
                 actual,
                 limit,
             } if halt => format!(
-                "You have used all {limit} calls of `{tool}` allowed for this task ({actual} \
-                 made). Continue without it or finish and report."
+                "You have used all {limit} calls of {} allowed for this task ({actual} made). \
+                 Continue without it or finish and report.",
+                code(tool)
             ),
             Finding::ToolLimit {
                 tool,
                 actual,
                 limit,
             } => format!(
-                "You have used `{tool}` {actual} of the {limit} times allowed for this task. \
-                 Use the remaining calls only where they are needed."
+                "You have used {} {actual} of the {limit} times allowed for this task. Use the \
+                 remaining calls only where they are needed.",
+                code(tool)
             ),
             Finding::Repeated {
                 count,
