@@ -260,10 +260,29 @@ fn add_event(step: &mut Step, kind: &str, o: &Map<String, Value>) {
     }
 }
 
-/// Reads every `*.jsonl` / `*.jsonl.gz` in `dir`, sorted by name.
-pub fn read_runs(dir: &Path) -> Result<Vec<Run>, String> {
+/// Why the trajectories could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunsError {
+    /// A file or the directory could not be read (exit 74).
+    Io(String),
+    /// Two files hold the same run (`X.jsonl` and `X.jsonl.gz`, or the same `meta` id): counting
+    /// it twice would skew every figure (exit 65).
+    Duplicate(String),
+}
+
+impl std::fmt::Display for RunsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunsError::Io(e) | RunsError::Duplicate(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Reads every `*.jsonl` / `*.jsonl.gz` in `dir`, sorted by name. Two files of one run id are
+/// refused, naming the id and both files.
+pub fn read_runs(dir: &Path) -> Result<Vec<Run>, RunsError> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|e| RunsError::Io(format!("{}: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             let n = p.to_string_lossy();
@@ -271,7 +290,21 @@ pub fn read_runs(dir: &Path) -> Result<Vec<Run>, String> {
         })
         .collect();
     paths.sort();
-    paths.iter().map(|p| read_run(p)).collect()
+    let mut runs = Vec::with_capacity(paths.len());
+    let mut seen: BTreeMap<String, &PathBuf> = BTreeMap::new();
+    for p in &paths {
+        let run = read_run(p).map_err(RunsError::Io)?;
+        if let Some(first) = seen.insert(run.id.clone(), p) {
+            return Err(RunsError::Duplicate(format!(
+                "run {:?} is in two files, {} and {}: keep one of them",
+                run.id,
+                first.display(),
+                p.display()
+            )));
+        }
+        runs.push(run);
+    }
+    Ok(runs)
 }
 
 /// Reads `labels.csv` (`id`, `label`, `onset_step` columns).

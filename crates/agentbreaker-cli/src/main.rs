@@ -25,9 +25,10 @@ use crate::watch::Watch;
 /// Exit codes: the agent's own code when it ended on its own; 2 when a budget stopped it (tool
 /// calls, spend, duration, idle time, a tool's limit; `loop`: max iterations, budget); 3 when a
 /// loop was detected (repeated steps, cycles, failures, near-identical outputs, no progress);
-/// 130 on Ctrl-C; 64 for a bad command line; 74 when a file could not be read or written (`run
-/// --report`: unless the agent was halted or interrupted); 78 for a bad configuration; 127 when
-/// the agent could not be started.
+/// 130 on Ctrl-C; 64 for a bad command line; 65 when `eval`'s trajectories hold a run twice; 74
+/// when a file could not be read or written (`run --report`: unless the agent was halted or
+/// interrupted; `loop`: its final state); 75 when another `loop` holds the state folder; 78 for a
+/// bad configuration; 127 when the agent could not be started.
 #[derive(Debug, Parser)]
 #[command(name = "agentbreaker", version, about, long_about = None)]
 struct Cli {
@@ -104,7 +105,8 @@ struct EvalArgs {
     /// Start from a named profile: seed (the defaults) or coding-agent.
     #[arg(long, value_name = "NAME", default_value = "coding-agent")]
     profile: String,
-    /// A TOML configuration on top of the profile ([budget], [stagnation], [failure]).
+    /// A TOML configuration on top of the profile ([budget], [stagnation], [failure]);
+    /// ./agentbreaker.toml is not read.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Print the figures as JSON.
@@ -119,7 +121,7 @@ struct EvalArgs {
     /// Draw the sweep's trade-off curve to this SVG file (implies --sweep).
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
-    /// List every halted run (label, id, step, why).
+    /// List every halted run (label, id, step, rule; with --json, as `halts`).
     #[arg(long)]
     list: bool,
 }
@@ -212,7 +214,7 @@ struct LoopArgs {
     /// Forget the saved breaker state (after an OPEN circuit) and start over.
     #[arg(long)]
     reset: bool,
-    /// Where the breaker state is kept.
+    /// Where the breaker state is kept (one loop at a time: a second one exits 75).
     #[arg(long, value_name = "DIR", default_value = ".agentbreaker")]
     state_dir: PathBuf,
     /// Seconds between SIGTERM and SIGKILL when an iteration is stopped.
@@ -499,6 +501,8 @@ fn cmd_report(args: &ReportArgs) -> i32 {
 
 /// `report` of a session that is neither a file nor a known session: EX_NOINPUT.
 const EXIT_NOT_FOUND_FILE: i32 = 66;
+/// `eval` of trajectories that hold a run twice: EX_DATAERR.
+const EXIT_DATA: i32 = 65;
 
 fn cmd_config(args: &ConfigArgs) -> i32 {
     let base = match Settings::from_profile(&args.profile) {
@@ -545,8 +549,9 @@ fn cmd_eval(args: &EvalArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(EXIT_CONFIG, &e),
     };
-    // The process environment is not read: an evaluation depends only on its arguments.
-    let s = match Settings::load_over(
+    // Neither the process environment nor ./agentbreaker.toml is read: an evaluation depends
+    // only on its arguments (--profile, --config).
+    let s = match Settings::load_over_file(
         base,
         args.config.as_deref(),
         std::iter::empty::<(String, String)>(),
@@ -556,7 +561,8 @@ fn cmd_eval(args: &EvalArgs) -> i32 {
     };
     let runs = match eval::read_runs(&args.trajectories) {
         Ok(r) => r,
-        Err(e) => return fail(EXIT_IO, &e),
+        Err(e @ eval::RunsError::Duplicate(_)) => return fail(EXIT_DATA, &e.to_string()),
+        Err(e) => return fail(EXIT_IO, &e.to_string()),
     };
     let labels = match eval::read_labels(&args.labels) {
         Ok(l) => l,
@@ -606,6 +612,17 @@ fn cmd_eval(args: &EvalArgs) -> i32 {
                 rows.iter()
                     .skip(1)
                     .map(|(n, f)| json!({"name": n, "figures": f.to_json()}))
+                    .collect::<Vec<_>>()
+            );
+        }
+        if args.list {
+            doc["halts"] = json!(
+                figures
+                    .halts
+                    .iter()
+                    .map(|(label, id, step, last, why)| json!({
+                        "label": label, "id": id, "step": step, "lastStep": last, "rule": why,
+                    }))
                     .collect::<Vec<_>>()
             );
         }

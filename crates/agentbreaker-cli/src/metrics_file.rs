@@ -82,6 +82,11 @@ impl MetricsExport {
         })
     }
 
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The attribute options.
     pub fn options(&self) -> Options {
         self.options

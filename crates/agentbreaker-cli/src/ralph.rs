@@ -4,7 +4,8 @@
 //! iteration and ends the loop. After each run: files changed (git or file times), tests passing
 //! (from `--test-cmd`), the agent's final text and its errors go to the `Loop` coordinator, which
 //! judges iterations and says continue or exit. The stagnation breaker persists in
-//! `.agentbreaker/state.json`.
+//! `.agentbreaker/state.json`; `.agentbreaker/loop.lock` is locked while a loop runs, so a second
+//! loop on the same state folder refuses to start instead of overwriting the first one's state.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,12 +18,14 @@ use agentbreaker::{
 use serde_json::{Value, json};
 
 use crate::metrics_file::MetricsExport;
-use crate::report::{EXIT_BUDGET, EXIT_CONFIG, EXIT_IO, EXIT_LOOP, EXIT_NOT_FOUND, card, slug};
+use crate::report::{
+    EXIT_BUDGET, EXIT_BUSY, EXIT_CONFIG, EXIT_IO, EXIT_LOOP, EXIT_NOT_FOUND, card, slug,
+};
 use crate::settings::Settings;
 use crate::stream::Format;
 use crate::supervise::{Options, Supervisor};
 use crate::watch::Watch;
-use crate::worktree::WorkTree;
+use crate::worktree::{Excluded, WorkTree};
 
 /// What `loop` needs beyond the settings.
 #[derive(Debug, Clone)]
@@ -76,6 +79,61 @@ fn save(path: &Path, doc: &Value) -> Result<(), String> {
     }
     let bytes = serde_json::to_vec_pretty(doc).map_err(|e| e.to_string())?;
     persist::write_atomic(path, &bytes).map_err(|e| e.to_string())
+}
+
+/// The lock file in the state folder, held (`flock`) for the loop's life.
+pub const LOCK_FILE: &str = "loop.lock";
+
+/// Locks the state folder (created when missing) for this loop: `Err((exit code, message))` when
+/// another loop holds it (75) or the lock cannot be taken (74). The file keeps the holder's pid;
+/// the lock goes with the process (the descriptor is not inherited by the agent).
+fn lock_state_dir(dir: &Path) -> Result<std::fs::File, (i32, String)> {
+    use std::io::{Read, Seek, Write};
+    std::fs::create_dir_all(dir)
+        .map_err(|e| (EXIT_IO, format!("cannot create {}: {e}", dir.display())))?;
+    let path = dir.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| {
+            (
+                EXIT_IO,
+                format!("cannot open the lock {}: {e}", path.display()),
+            )
+        })?;
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => {}
+        Err(fs4::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let pid = holder
+                .trim()
+                .parse::<u32>()
+                .map(|p| format!(" (pid {p})"))
+                .unwrap_or_default();
+            return Err((
+                EXIT_BUSY,
+                format!(
+                    "another `agentbreaker loop`{pid} is running with the state folder {}, so \
+                     this loop will not start. Wait for it to end, or give this loop its own \
+                     --state-dir.",
+                    dir.display()
+                ),
+            ));
+        }
+        Err(fs4::TryLockError::Error(e)) => {
+            return Err((EXIT_IO, format!("cannot lock {}: {e}", path.display())));
+        }
+    }
+    // The pid is for the message above only: a failure to write it changes nothing.
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()));
+    Ok(file)
 }
 
 /// Loads the saved state into `agent_loop`; `Err(exit code)` when the loop must not start.
@@ -160,6 +218,17 @@ pub fn exit_code(reason: ExitReason) -> i32 {
     }
 }
 
+/// The end of a loop whose final state could not be written: says what is lost and exits 74
+/// (the loop's own code `code` would promise what the state file no longer keeps).
+fn unsaved(state_path: &Path, error: &str, code: i32, lost: &str) -> i32 {
+    say(&format!(
+        "could not save the loop's state to {}: {error}; {lost}. Exit code {EXIT_IO} instead of \
+         {code}.",
+        state_path.display()
+    ));
+    EXIT_IO
+}
+
 /// Runs the loop; returns the process exit code. The metrics file, if any, is written at the end
 /// whatever the outcome.
 pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
@@ -172,6 +241,14 @@ pub fn run_loop(args: &LoopRun, settings: &Settings) -> i32 {
 
 fn run_loop_inner(args: &LoopRun, settings: &Settings) -> i32 {
     let state_path = args.state_dir.join("state.json");
+    // Held until this function returns: no other loop reads or writes the state meanwhile.
+    let _lock = match lock_state_dir(&args.state_dir) {
+        Ok(f) => f,
+        Err((code, message)) => {
+            say(&message);
+            return code;
+        }
+    };
     if args.reset {
         match std::fs::remove_file(&state_path) {
             Ok(()) => say(&format!("removed {}", state_path.display())),
@@ -226,6 +303,12 @@ fn run_loop_inner(args: &LoopRun, settings: &Settings) -> i32 {
         }
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    // The loop's own files change whatever the agent does: they are not its progress.
+    let excluded = Excluded::new(
+        std::iter::once(args.state_dir.clone())
+            .chain(args.metrics.as_ref().map(|m| m.path().to_path_buf())),
+        &cwd,
+    );
     let grace = std::time::Duration::from_secs(settings.grace_secs);
     let mut iteration = previous;
     loop {
@@ -234,7 +317,7 @@ fn run_loop_inner(args: &LoopRun, settings: &Settings) -> i32 {
             return 128 + sig;
         }
         iteration = iteration.saturating_add(1);
-        let before = WorkTree::snapshot(&cwd);
+        let before = WorkTree::snapshot(&cwd, &excluded);
         let mut watch = match Watch::new(settings.monitor_config(), SystemClock::shared()) {
             Ok(w) => w.with_metrics(args.metrics.clone()),
             Err(e) => {
@@ -260,10 +343,17 @@ fn run_loop_inner(args: &LoopRun, settings: &Settings) -> i32 {
             m.end_open_tasks(&watch.monitor);
         }
         if let Some(sig) = outcome.interrupted {
-            let _ = save(&state_path, &state_doc(iteration, &agent_loop, None));
-            say(&format!(
-                "interrupted during iteration {iteration}; state saved"
-            ));
+            // The signal's code stays: the caller asked for the stop.
+            match save(&state_path, &state_doc(iteration, &agent_loop, None)) {
+                Ok(()) => say(&format!(
+                    "interrupted during iteration {iteration}; state saved"
+                )),
+                Err(e) => say(&format!(
+                    "interrupted during iteration {iteration}; the state could not be saved to \
+                     {}: {e}",
+                    state_path.display()
+                )),
+            }
             return 128 + sig;
         }
         if watch.invalid > 0 {
@@ -276,13 +366,16 @@ fn run_loop_inner(args: &LoopRun, settings: &Settings) -> i32 {
         if let Some(halt) = &watch.halt {
             // The Monitor stopped the iteration: a budget, or the agent looping inside it.
             eprintln!("{}", card(halt));
-            let _ = save(&state_path, &halted_doc(iteration, &agent_loop, halt));
+            let saved = save(&state_path, &halted_doc(iteration, &agent_loop, halt));
             let code = crate::report::exit_code(halt);
             say(&format!(
                 "loop finished after {iteration} iterations: the Monitor halted iteration \
                  {iteration} ({}) (failure)",
                 slug(halt)
             ));
+            if let Err(e) = saved {
+                return unsaved(&state_path, &e, code, "the halt is not recorded");
+            }
             return code;
         }
         let files_changed = before.changed_files().max(watch.files_changed);
@@ -350,13 +443,20 @@ fn run_loop_inner(args: &LoopRun, settings: &Settings) -> i32 {
                     &state_doc(iteration, &agent_loop, Some(reason)),
                 )
             };
-            if let Err(e) = saved {
-                say(&format!("could not update {}: {e}", state_path.display()));
-            }
             say(&format!(
                 "loop finished after {iteration} iterations: {reason} ({})",
                 if success { "success" } else { "failure" }
             ));
+            if let Err(e) = saved {
+                let lost = if success {
+                    "the next `agentbreaker loop` resumes from the old state"
+                } else if reason == ExitReason::CircuitOpen {
+                    "the OPEN breaker is not kept: the next `agentbreaker loop` would start"
+                } else {
+                    "the next `agentbreaker loop` resumes from the last state saved"
+                };
+                return unsaved(&state_path, &e, exit_code(reason), lost);
+            }
             if reason == ExitReason::CircuitOpen {
                 say(
                     "the breaker stays OPEN: the next `agentbreaker loop` refuses to start until --reset",
@@ -365,6 +465,8 @@ fn run_loop_inner(args: &LoopRun, settings: &Settings) -> i32 {
             return exit_code(reason);
         }
         if let Err(e) = save(&state_path, &state_doc(iteration, &agent_loop, None)) {
+            // The breaker goes on judging in this process; the end says whether its state was
+            // kept.
             say(&format!("could not save {}: {e}", state_path.display()));
         }
     }

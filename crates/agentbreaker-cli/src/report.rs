@@ -20,6 +20,8 @@ pub const EXIT_CONFIG: i32 = 78;
 pub const EXIT_NOT_FOUND: i32 = 127;
 /// Exit code: a file could not be read or written.
 pub const EXIT_IO: i32 = 74;
+/// Exit code: `loop`: another loop holds the state folder (EX_TEMPFAIL: try again later).
+pub const EXIT_BUSY: i32 = 75;
 
 /// The exit code of a run the Monitor halted: 2 for a budget rule, 3 for the others.
 pub fn exit_code(halt: &Verdict) -> i32 {

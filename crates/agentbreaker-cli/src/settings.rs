@@ -9,6 +9,7 @@
 //! [monitor]       # the Monitor's ladder and per-tool limits: warnBefore, budgetWarnPercent,
 //!                 # toolLimits = { WebFetch = 20 }
 //! [loop]          # `agentbreaker loop`: maxIterations, strategy = { type = "auto" }
+//! [loop.stagnation] # how `loop` judges iterations: the seed's StagnationBreaker keys
 //! [supervisor]    # `agentbreaker run`: graceSecs
 //! ```
 //!
@@ -46,7 +47,8 @@ pub struct Settings {
     /// The percent of a budget at which it warns (`[monitor] budgetWarnPercent`, 0 = never).
     pub budget_warn_percent: u32,
     /// `loop`: how iterations are judged: the seed's StagnationBreaker with the file's
-    /// `[stagnation]` keys (the profiles' step-level values are not meant for iterations).
+    /// `[loop.stagnation]` keys. The step-level `[stagnation]` section (the profiles' values)
+    /// is not meant for iterations and does not change it.
     pub loop_stagnation: StagnationConfig,
     /// The profile the settings started from (`seed` = the defaults), as `config` reports it.
     pub profile: &'static str,
@@ -204,9 +206,6 @@ impl Settings {
                     self.stagnation =
                         StagnationConfig::from_json(&merged(&self.stagnation, value)?)
                             .map_err(|e| e.to_string())?;
-                    self.loop_stagnation =
-                        StagnationConfig::from_json(&merged(&self.loop_stagnation, value)?)
-                            .map_err(|e| e.to_string())?;
                 }
                 "monitor" => {
                     let table = section(
@@ -246,7 +245,7 @@ impl Settings {
     }
 
     fn apply_loop(&mut self, value: &Value) -> Result<(), String> {
-        let table = section(value, "loop", &["maxIterations", "strategy"])?;
+        let table = section(value, "loop", &["maxIterations", "strategy", "stagnation"])?;
         if let Some(v) = table.get("maxIterations") {
             self.max_iterations = v
                 .as_u64()
@@ -256,6 +255,11 @@ impl Settings {
         }
         if let Some(strategy) = table.get("strategy") {
             self.set_strategy(strategy.clone())?;
+        }
+        if let Some(stagnation) = table.get("stagnation") {
+            self.loop_stagnation =
+                StagnationConfig::from_json(&merged(&self.loop_stagnation, stagnation)?)
+                    .map_err(|e| format!("[loop.stagnation]: {e}"))?;
         }
         Ok(())
     }
@@ -316,7 +320,11 @@ impl Settings {
                 "budgetWarnPercent": self.budget_warn_percent,
                 "toolLimits": self.tool_limits,
             },
-            "loop": {"maxIterations": self.max_iterations, "strategy": self.strategy_json},
+            "loop": {
+                "maxIterations": self.max_iterations,
+                "strategy": self.strategy_json,
+                "stagnation": self.loop_stagnation,
+            },
             "supervisor": {"graceSecs": self.grace_secs},
         })
     }
@@ -517,16 +525,38 @@ mod loop_tests {
     use super::*;
 
     #[test]
-    fn loop_judges_iterations_with_the_seed_rules_and_the_files_stagnation_keys() {
+    fn loop_judges_iterations_with_the_seed_rules_and_the_files_loop_stagnation_keys() {
         let s = Settings::from_profile("coding-agent").unwrap();
         assert_eq!(s.loop_stagnation, StagnationConfig::default());
         assert_eq!(s.monitor_config().profile, "coding-agent");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agentbreaker.toml");
+        // The step-level section is the Monitor's alone.
         std::fs::write(&path, "[stagnation]\nnoProgressThreshold = 6\n").unwrap();
-        let s = Settings::load_over(s, Some(&path), [("", "")]).unwrap();
-        assert_eq!(s.loop_stagnation.no_progress_threshold, 6);
-        assert_eq!(s.stagnation.no_progress_threshold, 6);
-        assert_eq!(s.loop_stagnation.repeat_threshold, 0);
+        let step = Settings::load_over(s.clone(), Some(&path), [("", "")]).unwrap();
+        assert_eq!(step.stagnation.no_progress_threshold, 6);
+        assert_eq!(step.loop_stagnation, StagnationConfig::default());
+        // `[loop.stagnation]` is the loop's alone.
+        std::fs::write(&path, "[loop.stagnation]\nnoProgressThreshold = 6\n").unwrap();
+        let iter = Settings::load_over(s.clone(), Some(&path), [("", "")]).unwrap();
+        assert_eq!(iter.loop_stagnation.no_progress_threshold, 6);
+        assert_eq!(iter.loop_stagnation.repeat_threshold, 0);
+        assert_eq!(iter.stagnation, s.stagnation);
+        std::fs::write(&path, "[loop.stagnation]\nnope = 6\n").unwrap();
+        assert!(Settings::load_over(s, Some(&path), [("", "")]).is_err());
+    }
+
+    #[test]
+    fn configs_output_saved_as_the_file_keeps_how_the_loop_judges_iterations() {
+        for profile in agentbreaker::PROFILE_NAMES {
+            let s = Settings::from_profile(profile).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("agentbreaker.toml");
+            std::fs::write(&path, s.to_toml()).unwrap();
+            let again = Settings::load_over(s.clone(), Some(&path), [("", "")]).unwrap();
+            assert_eq!(again.loop_stagnation, s.loop_stagnation, "{profile}");
+            assert_eq!(again.stagnation, s.stagnation, "{profile}");
+            assert_eq!(again.max_iterations, s.max_iterations, "{profile}");
+        }
     }
 }

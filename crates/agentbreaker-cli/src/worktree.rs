@@ -1,6 +1,7 @@
 //! "How many files did this iteration change?" — with git when the directory is a repository
 //! (commits made inside the iteration included), from file sizes and modification times
-//! otherwise.
+//! otherwise. The loop's own output (its state folder, its metrics file) is never counted: it
+//! changes whatever the agent does.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -21,6 +22,69 @@ const SKIPPED_DIRS: [&str; 7] = [
 /// The most files looked at in file mode.
 const MAX_FILES: usize = 200_000;
 
+/// Paths that are not the agent's work: the loop's state folder and metrics file (and the
+/// metrics file's temporary siblings, `.NAME.<pid>.<nanos>.tmp`). Held absolute, with symlinks
+/// in their existing part resolved, as the walk and git name paths.
+#[derive(Debug, Clone, Default)]
+pub struct Excluded {
+    paths: Vec<PathBuf>,
+}
+
+/// `path` absolute (over `cwd`), without `.` and `..`, and with the longest existing prefix
+/// resolved (`canonicalize`), so that it compares with the paths under a resolved root.
+fn resolved(path: &Path, cwd: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut lexical = PathBuf::new();
+    for c in cwd.join(path).components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            other => lexical.push(other),
+        }
+    }
+    let mut tail = Vec::new();
+    let mut head = lexical.clone();
+    loop {
+        if let Ok(real) = head.canonicalize() {
+            return tail.iter().rev().fold(real, |p, name| p.join(name));
+        }
+        match (head.file_name().map(ToOwned::to_owned), head.parent()) {
+            (Some(name), Some(parent)) => {
+                tail.push(name);
+                head = parent.to_path_buf();
+            }
+            _ => return lexical,
+        }
+    }
+}
+
+impl Excluded {
+    /// The given paths (relative ones taken from `cwd`).
+    pub fn new<I: IntoIterator<Item = PathBuf>>(paths: I, cwd: &Path) -> Self {
+        Excluded {
+            paths: paths.into_iter().map(|p| resolved(&p, cwd)).collect(),
+        }
+    }
+
+    /// Whether `path` (absolute, under a resolved root) is one of them, inside one of them, or a
+    /// temporary sibling of one of them.
+    fn covers(&self, path: &Path) -> bool {
+        self.paths.iter().any(|e| {
+            path.starts_with(e)
+                || (path.parent() == e.parent()
+                    && match (path.file_name(), e.file_name()) {
+                        (Some(n), Some(e)) => {
+                            let (n, e) = (n.to_string_lossy(), e.to_string_lossy());
+                            n.starts_with(&format!(".{e}.")) && n.ends_with(".tmp")
+                        }
+                        _ => false,
+                    })
+        })
+    }
+}
+
 /// The state of a working directory before an iteration.
 #[derive(Debug)]
 pub enum WorkTree {
@@ -29,11 +93,13 @@ pub enum WorkTree {
         root: PathBuf,
         head: Option<String>,
         dirty: HashMap<String, Option<u64>>,
+        excluded: Excluded,
     },
     /// Any other directory: size and modification time of every file.
     Files {
         root: PathBuf,
         files: HashMap<PathBuf, (u64, Option<SystemTime>)>,
+        excluded: Excluded,
     },
 }
 
@@ -80,7 +146,7 @@ fn git_dirty(root: &Path) -> Vec<String> {
     paths
 }
 
-fn walk(root: &Path, files: &mut HashMap<PathBuf, (u64, Option<SystemTime>)>) {
+fn walk(root: &Path, excluded: &Excluded, files: &mut HashMap<PathBuf, (u64, Option<SystemTime>)>) {
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -94,6 +160,9 @@ fn walk(root: &Path, files: &mut HashMap<PathBuf, (u64, Option<SystemTime>)>) {
                 continue;
             };
             let path = entry.path();
+            if excluded.covers(&path) {
+                continue;
+            }
             if kind.is_dir() {
                 let name = entry.file_name();
                 if !SKIPPED_DIRS.iter().any(|s| name == *s) {
@@ -107,8 +176,8 @@ fn walk(root: &Path, files: &mut HashMap<PathBuf, (u64, Option<SystemTime>)>) {
 }
 
 impl WorkTree {
-    /// Records the state of `dir`.
-    pub fn snapshot(dir: &Path) -> WorkTree {
+    /// Records the state of `dir`, leaving out `excluded`.
+    pub fn snapshot(dir: &Path, excluded: &Excluded) -> WorkTree {
         if let Some(top) = git(dir, &["rev-parse", "--show-toplevel"]) {
             let root = PathBuf::from(String::from_utf8_lossy(&top).trim().to_string());
             let head = git(&root, &["rev-parse", "HEAD"])
@@ -120,20 +189,33 @@ impl WorkTree {
                     (p, hash)
                 })
                 .collect();
-            return WorkTree::Git { root, head, dirty };
+            return WorkTree::Git {
+                root,
+                head,
+                dirty,
+                excluded: excluded.clone(),
+            };
         }
+        // Resolved, as the excluded paths are.
+        let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         let mut files = HashMap::new();
-        walk(dir, &mut files);
+        walk(&root, excluded, &mut files);
         WorkTree::Files {
-            root: dir.to_path_buf(),
+            root,
             files,
+            excluded: excluded.clone(),
         }
     }
 
     /// How many files differ now from when the snapshot was taken.
     pub fn changed_files(&self) -> u64 {
         match self {
-            WorkTree::Git { root, head, dirty } => {
+            WorkTree::Git {
+                root,
+                head,
+                dirty,
+                excluded,
+            } => {
                 let mut candidates: HashSet<String> = git_dirty(root).into_iter().collect();
                 candidates.extend(dirty.keys().cloned());
                 let since_head: HashSet<String> = match head {
@@ -151,6 +233,7 @@ impl WorkTree {
                 candidates.extend(since_head.iter().cloned());
                 candidates
                     .iter()
+                    .filter(|p| !excluded.covers(&root.join(p)))
                     .filter(|p| match dirty.get(*p) {
                         // Dirty before: changed if its content differs from then.
                         Some(before) => content_hash(&root.join(p)) != *before,
@@ -159,9 +242,13 @@ impl WorkTree {
                     })
                     .count() as u64
             }
-            WorkTree::Files { root, files } => {
+            WorkTree::Files {
+                root,
+                files,
+                excluded,
+            } => {
                 let mut now = HashMap::new();
-                walk(root, &mut now);
+                walk(root, excluded, &mut now);
                 let changed = now
                     .iter()
                     .filter(|(p, meta)| files.get(*p) != Some(meta))
@@ -197,7 +284,7 @@ mod tests {
             "git init -q && git config user.email t@t && git config user.name t && \
              echo a > a && echo b > b && echo dirty > c && git add a b && git commit -qm init",
         );
-        let before = WorkTree::snapshot(d);
+        let before = WorkTree::snapshot(d, &Excluded::default());
         assert!(matches!(before, WorkTree::Git { .. }));
         assert_eq!(before.changed_files(), 0);
         // Edit a and commit it, create d, leave the already-dirty c alone.
@@ -214,11 +301,50 @@ mod tests {
         let d = dir.path();
         std::fs::write(d.join("a"), "a").unwrap();
         std::fs::create_dir(d.join("node_modules")).unwrap();
-        let before = WorkTree::snapshot(d);
+        let before = WorkTree::snapshot(d, &Excluded::default());
         assert!(matches!(before, WorkTree::Files { .. }));
         std::fs::write(d.join("a"), "longer").unwrap();
         std::fs::write(d.join("b"), "b").unwrap();
         std::fs::write(d.join("node_modules/x"), "ignored").unwrap();
         assert_eq!(before.changed_files(), 2);
+    }
+
+    #[test]
+    fn the_loops_own_files_are_not_counted() {
+        for git in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            if git {
+                sh(
+                    d,
+                    "git init -q && git config user.email t@t && git config user.name t && \
+                     echo a > a && git add a && git commit -qm init",
+                );
+            }
+            std::fs::create_dir(d.join("out")).unwrap();
+            std::fs::write(d.join("out/m.prom"), "1").unwrap();
+            // Relative to the working directory, through `.` and `..`, and not there yet.
+            let excluded = Excluded::new(
+                [
+                    PathBuf::from("./out/../out/m.prom"),
+                    PathBuf::from("st"),
+                    d.join("st2"),
+                ],
+                d,
+            );
+            let before = WorkTree::snapshot(d, &excluded);
+            assert_eq!(matches!(before, WorkTree::Git { .. }), git);
+            std::fs::write(d.join("out/m.prom"), "22").unwrap();
+            std::fs::write(d.join("out/.m.prom.1.2.tmp"), "22").unwrap();
+            std::fs::create_dir_all(d.join("st/sub")).unwrap();
+            std::fs::write(d.join("st/sub/state.json"), "{}").unwrap();
+            std::fs::create_dir(d.join("st2")).unwrap();
+            std::fs::write(d.join("st2/state.json"), "{}").unwrap();
+            assert_eq!(before.changed_files(), 0, "git {git}");
+            // A file of the agent's next to them still counts.
+            std::fs::write(d.join("out/m.prom.txt"), "mine").unwrap();
+            std::fs::write(d.join("state.json"), "mine").unwrap();
+            assert_eq!(before.changed_files(), 2, "git {git}");
+        }
     }
 }

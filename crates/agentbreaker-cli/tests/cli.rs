@@ -564,6 +564,185 @@ fn loop_watches_each_iteration_step_by_step() {
     assert_eq!(state["exit"], Value::Null);
 }
 
+#[test]
+fn configs_output_saved_as_agentbreaker_toml_keeps_how_loop_judges_iterations() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = run(dir.path(), &["config"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("[loop.stagnation]"), "{text}");
+    std::fs::write(dir.path().join("agentbreaker.toml"), &text).unwrap();
+    // As without a file: the 4th iteration without progress opens the breaker (the step-level
+    // [stagnation] section, no progress in 15 steps, is not the loop's).
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "loop",
+            "-q",
+            "--max-iterations",
+            "30",
+            "--",
+            "sh",
+            "-c",
+            "echo 'Still looking into the failing test.'",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("loop finished after 4 iterations: circuit_open (failure)"),
+        "{err}"
+    );
+    // `[loop.stagnation]` is how iterations are judged.
+    std::fs::write(
+        dir.path().join("agentbreaker.toml"),
+        "[loop.stagnation]\nnoProgressThreshold = 2\n",
+    )
+    .unwrap();
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "loop",
+            "-q",
+            "--reset",
+            "--",
+            "sh",
+            "-c",
+            "echo 'Still looking.'",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("loop finished after 3 iterations: circuit_open (failure)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn loop_does_not_count_its_own_metrics_file_as_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each iteration lasts long enough for the metrics file to be rewritten during it.
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "loop",
+            "-q",
+            "--max-iterations",
+            "6",
+            "--metrics-file",
+            "m.prom",
+            "--",
+            "sh",
+            "-c",
+            "echo 'Still looking.'; sleep 1.3",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(err.contains("iteration 2: 0 files changed"), "{err}");
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("loop finished after 4 iterations: circuit_open (failure)"),
+        "{err}"
+    );
+    assert!(dir.path().join("m.prom").exists());
+}
+
+#[test]
+fn a_second_loop_on_the_same_state_folder_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join(".agentbreaker/loop.lock");
+    // Loop B makes progress for a while.
+    let b = agentbreaker(
+        dir.path(),
+        &[
+            "loop",
+            "-q",
+            "--max-iterations",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "sleep 1; date +%s%N >> progress.txt; echo 'Changed a file.'",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(&lock).map_or(true, |t| t.trim().is_empty()) {
+        assert!(start.elapsed() < Duration::from_secs(10), "no lock file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Loop A, meanwhile, would overwrite B's state (and B A's): it does not start.
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let (out, _) = run(dir.path(), &["loop", "-q", "--", "sh", "-c", &touch]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(75), "{err}");
+    assert!(
+        err.contains(&format!(
+            "another `agentbreaker loop` (pid {}) is running with the state folder .agentbreaker",
+            b.id()
+        )),
+        "{err}"
+    );
+    assert!(!marker.exists(), "loop A ran its agent");
+    // --reset does not take the state from under a running loop either.
+    let (out, _) = run(dir.path(), &["loop", "-q", "--reset", "--", "true"]);
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    let b_out = b.wait_with_output().unwrap();
+    assert_eq!(b_out.status.code(), Some(2), "{}", stderr(&b_out));
+    // Once B has ended, the next loop starts.
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "loop",
+            "-q",
+            "--max-iterations",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(marker.exists());
+}
+
+#[test]
+fn a_loop_whose_state_cannot_be_saved_exits_74_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each iteration turns the state folder into a file: no state can be written any more.
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "loop",
+            "-q",
+            "--state-dir",
+            "st",
+            "--",
+            "sh",
+            "-c",
+            "rm -rf st; echo x > st; echo 'Still looking.'",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(74), "{err}");
+    assert!(
+        err.contains("loop finished after 4 iterations: circuit_open (failure)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "could not save the loop's state to st/state.json: cannot create st: File exists"
+        ) && err.contains("the OPEN breaker is not kept"),
+        "{err}"
+    );
+    assert!(!err.contains("stays OPEN"), "{err}");
+}
+
 // ------------------------------------------------------------------------------------------------
 // replay and config
 
@@ -636,6 +815,25 @@ fn the_recorded_healthy_sessions_run_to_the_end_with_the_defaults() {
 }
 
 #[test]
+fn the_docs_give_the_profiles_step_level_no_progress_threshold() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md"))
+            .unwrap();
+    let n = agentbreaker::profile("coding-agent")
+        .unwrap()
+        .stagnation
+        .no_progress_threshold;
+    // docs/cli.md's words (`loop`), one line or two.
+    let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(&format!(
+            "the `coding-agent` profile's no-progress threshold of {n} steps"
+        )),
+        "docs/cli.md does not give the coding-agent profile's no-progress threshold ({n})"
+    );
+}
+
+#[test]
 fn config_layers_file_and_environment() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -689,10 +887,10 @@ fn trajectory(id: &str, steps: &[(&str, &str, bool)]) -> Vec<Value> {
     lines
 }
 
-#[test]
-fn eval_counts_halts_before_the_last_step_per_label() {
-    let dir = tempfile::tempdir().unwrap();
-    let trajectories = dir.path().join("t");
+/// A small labelled set in `dir`: a stuck run (gzipped) and a healthy one; returns the paths of
+/// the trajectories folder and the labels file.
+fn eval_set(dir: &Path) -> (String, String) {
+    let trajectories = dir.join("t");
     std::fs::create_dir(&trajectories).unwrap();
     // Stuck: the same failing command from step 3 on, 8 times, then the run ends.
     let mut stuck = vec![("ls", "a b", true), ("cat a", "text", true)];
@@ -725,14 +923,22 @@ fn eval_counts_halts_before_the_last_step_per_label() {
             .collect::<String>(),
     )
     .unwrap();
-    let labels = dir.path().join("labels.csv");
+    let labels = dir.join("labels.csv");
     std::fs::write(
         &labels,
         "id,label,reason,onset_step\nsrc__stuck,stuck,\"terminal loop, period 1\",3\nsrc__healthy,healthy,fine,\n",
     )
     .unwrap();
-    let t = trajectories.to_string_lossy().into_owned();
-    let l = labels.to_string_lossy().into_owned();
+    (
+        trajectories.to_string_lossy().into_owned(),
+        labels.to_string_lossy().into_owned(),
+    )
+}
+
+#[test]
+fn eval_counts_halts_before_the_last_step_per_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, l) = eval_set(dir.path());
     let (out, _) = run(
         dir.path(),
         &["eval", "--trajectories", &t, "--labels", &l, "--json"],
@@ -763,6 +969,95 @@ fn eval_counts_halts_before_the_last_step_per_label() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("sweep over coding-agent"), "{text}");
+}
+
+#[test]
+fn eval_reads_neither_the_working_directorys_toml_nor_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, l) = eval_set(dir.path());
+    let args = ["eval", "--trajectories", &t, "--labels", &l, "--json"];
+    let (plain, _) = run(dir.path(), &args);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    // A project's file in the working directory (halting the stuck run two steps earlier) and
+    // a variable: the figures do not move.
+    std::fs::write(
+        dir.path().join("agentbreaker.toml"),
+        "[stagnation]\nrepeatThreshold = 3\n",
+    )
+    .unwrap();
+    let out = agentbreaker(dir.path(), &args)
+        .env("AGENTBREAKER_TOOL_CAP", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stuck"]["medianStepsAfterOnset"], 4.0, "{v}");
+    assert_eq!(v, serde_json::from_slice::<Value>(&plain.stdout).unwrap());
+    // Even an invalid one is not read; --config names the file to use.
+    std::fs::write(dir.path().join("agentbreaker.toml"), "[nonsense]\n").unwrap();
+    let (out, _) = run(dir.path(), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (out, _) = run(
+        dir.path(),
+        &[&args[..], &["--config", "agentbreaker.toml"]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(78), "{}", stderr(&out));
+}
+
+#[test]
+fn eval_refuses_a_run_in_two_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, l) = eval_set(dir.path());
+    // The stuck run unpacked beside its .gz (`gunzip -k`).
+    let lines: Vec<Value> = trajectory("src__stuck", &[("ls", "a b", true)]);
+    std::fs::write(
+        Path::new(&t).join("src__stuck.jsonl"),
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let (out, _) = run(dir.path(), &["eval", "--trajectories", &t, "--labels", &l]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(65), "{err}");
+    assert!(
+        err.contains("run \"src__stuck\" is in two files")
+            && err.contains("src__stuck.jsonl and ")
+            && err.contains("src__stuck.jsonl.gz"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn eval_list_json_includes_the_halted_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, l) = eval_set(dir.path());
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "eval",
+            "--trajectories",
+            &t,
+            "--labels",
+            &l,
+            "--list",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["halts"],
+        serde_json::json!([{"label": "stuck", "id": "src__stuck", "step": 7, "lastStep": 10,
+            "rule": "repeated_step"}]),
+        "{v}"
+    );
+    // Without --list, no list.
+    let (out, _) = run(
+        dir.path(),
+        &["eval", "--trajectories", &t, "--labels", &l, "--json"],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("halts").is_none(), "{v}");
 }
 
 #[test]

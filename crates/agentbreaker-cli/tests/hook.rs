@@ -695,6 +695,45 @@ fn status_lists_live_sessions_with_their_counters() {
     );
 }
 
+#[test]
+fn status_of_a_state_folder_that_is_not_a_folder_is_an_error() {
+    let sb = Sandbox::new();
+    let file = sb.root.join("not-a-folder");
+    std::fs::write(&file, "x").unwrap();
+    let link = sb.root.join("link");
+    std::fs::create_dir(sb.root.join("real")).unwrap();
+    std::os::unix::fs::symlink(sb.root.join("real"), &link).unwrap();
+    for (path, why) in [(&file, "is not a folder"), (&link, "is a symlink")] {
+        let p = path.to_string_lossy();
+        for args in [
+            vec!["status", "--state-dir", &p],
+            vec!["status", "--json", "--state-dir", &p],
+            vec!["status", "--prometheus", "--state-dir", &p],
+        ] {
+            let out = sb.command(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(74), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("the state folder {p} {why}")),
+                "{args:?}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{args:?}");
+        }
+    }
+    // A folder no hook call has created yet: no sessions, and it says so.
+    let missing = sb.root.join("missing");
+    let out = sb
+        .command(&["status", "--state-dir", &missing.to_string_lossy()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("no live sessions in") && text.contains("does not exist yet"),
+        "{text}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Concurrency and killed processes.
 

@@ -8,12 +8,35 @@ use agentbreaker::{ManualClock, Monitor, MonitorConfig};
 use serde_json::{Value, json};
 
 use super::state::{self, SessionState, StateDir};
+use crate::report::EXIT_IO;
 
 fn dir_path(state_dir: Option<&Path>) -> Result<PathBuf, String> {
     state_dir
         .map(Path::to_path_buf)
         .or_else(StateDir::default_path)
         .ok_or_else(|| "no state folder: set HOME or AGENTBREAKER_STATE_DIR".to_string())
+}
+
+/// Whether the state folder exists (`Ok(false)`: no hook call has created it yet, so there are no
+/// sessions). A path that is not a folder, or is a symlink (`hook` never follows one), is an
+/// error: reporting "no sessions" there would hide a wrong `--state-dir`.
+fn folder_exists(path: &Path) -> Result<bool, String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => Ok(true),
+        Ok(m) if m.file_type().is_symlink() => Err(format!(
+            "the state folder {} is a symlink, which `agentbreaker hook` does not follow",
+            path.display()
+        )),
+        Ok(_) => Err(format!(
+            "the state folder {} is not a folder",
+            path.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!(
+            "cannot read the state folder {}: {e}",
+            path.display()
+        )),
+    }
 }
 
 /// The Monitor status of a saved session (its project's configuration when it can be read).
@@ -38,11 +61,15 @@ pub fn status(state_dir: Option<&Path>, as_json: bool) -> (i32, String) {
         Ok(p) => p,
         Err(e) => return (78, format!("agentbreaker: {e}\n")),
     };
+    let exists = match folder_exists(&path) {
+        Ok(e) => e,
+        Err(e) => return (EXIT_IO, format!("agentbreaker: {e}\n")),
+    };
     let now = state::now_ms();
     let dir = StateDir { path: path.clone() };
     let mut sessions = Vec::new();
     let mut unreadable = Vec::new();
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+    if exists {
         for (key, st) in dir.list() {
             match st {
                 Ok(s) => {
@@ -85,7 +112,13 @@ pub fn status(state_dir: Option<&Path>, as_json: bool) -> (i32, String) {
             ),
         );
     }
-    (0, text(&path, &sessions, &unreadable, now))
+    let mut out = text(&path, &sessions, &unreadable, now);
+    if !exists {
+        out.push_str(
+            "(the folder does not exist yet: the first `agentbreaker hook` call creates it)\n",
+        );
+    }
+    (0, out)
 }
 
 /// `agentbreaker status --prometheus`: the live sessions' counters and the ended sessions'
@@ -95,10 +128,14 @@ pub fn prometheus(state_dir: Option<&Path>) -> (i32, String) {
         Ok(p) => p,
         Err(e) => return (78, format!("agentbreaker: {e}\n")),
     };
+    let exists = match folder_exists(&path) {
+        Ok(e) => e,
+        Err(e) => return (EXIT_IO, format!("agentbreaker: {e}\n")),
+    };
     let now = state::now_ms();
     let dir = StateDir { path: path.clone() };
     let mut live = Vec::new();
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+    if exists {
         for (_, st) in dir.list() {
             if let Ok(s) = st
                 && now.saturating_sub(s.updated_ms) <= state::STALE_AFTER.as_millis() as u64
