@@ -171,6 +171,9 @@ static void null_strings_and_callbacks_are_null_arg(void) {
     CHECK_STARTS_WITH(ab_last_error_message(), "NULL_ARG: operation must not be NULL");
     CHECK_STATUS(ab_failure_breaker_add_listener(breaker, NULL, NULL, &id), AB_ERR_NULL_ARG);
     CHECK_STARTS_WITH(ab_last_error_message(), "NULL_ARG: listener must not be NULL");
+    /* Arguments are checked in parameter order: the listener before out_id. */
+    CHECK_STATUS(ab_failure_breaker_add_listener(breaker, NULL, NULL, NULL), AB_ERR_NULL_ARG);
+    CHECK_STARTS_WITH(ab_last_error_message(), "NULL_ARG: listener must not be NULL");
     CHECK_OK(ab_failure_breaker_get_status(breaker, &json));
     CHECK_CONTAINS(json, "\"consecutiveFailures\":0");
     ab_string_free(json);

@@ -89,17 +89,21 @@ pub(crate) unsafe fn add<C: EventSource, H: Handle + Deref<Target = Source<C>>>(
     user_data: *mut c_void,
     out_id: *mut u64,
 ) -> ab_status {
-    // SAFETY: NULL or valid pointers (the caller's contract).
-    unsafe {
-        ffi::write_out(handle, out_id, "out_id", |h| {
-            let listener = CListener {
-                callback: listener.ok_or(Failure::Null("listener"))?,
-                user_data,
-            };
-            let deliver = move |event: &Event| listener.deliver(event);
-            Ok(h.core.add_listener(Arc::new(deliver)).number())
-        })
-    }
+    ffi::boundary(|| {
+        // Checked in parameter order (ffi.rs): the handle, the listener, then `out_id`.
+        // SAFETY: NULL or valid pointers (the caller's contract).
+        let h = unsafe { ffi::handle(handle)? };
+        let callback = listener.ok_or(Failure::Null("listener"))?;
+        // SAFETY: as above.
+        let out = unsafe { ffi::Out::new(out_id, "out_id")? };
+        let listener = CListener {
+            callback,
+            user_data,
+        };
+        let deliver = move |event: &Event| listener.deliver(event);
+        out.write(h.core.add_listener(Arc::new(deliver)).number());
+        Ok(())
+    })
 }
 
 /// The body of every `ab_<type>_remove_listener`: writes whether `id` was registered.
