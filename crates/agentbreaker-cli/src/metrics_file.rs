@@ -18,6 +18,28 @@ use serde_json::Value;
 /// The shortest time between two writes while the run goes on.
 pub const WRITE_INTERVAL: Duration = Duration::from_secs(1);
 
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// `.<file name>.`: how the temporary files of `path` begin (`.<name>.<pid>.<nanos>.tmp`).
+fn temp_prefix(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "metrics".into());
+    format!(".{name}.")
+}
+
+/// Whether `candidate` is one of the temporary files [`write_text_atomic`] makes for `path`.
+pub fn is_temp_of(candidate: &Path, path: &Path) -> bool {
+    let Some(name) = candidate.file_name() else {
+        return false;
+    };
+    let name = name.to_string_lossy();
+    candidate.parent() == path.parent()
+        && name.starts_with(&temp_prefix(path))
+        && name.ends_with(TEMP_SUFFIX)
+}
+
 /// Replaces `path` with `text` atomically: a new file beside it (mode 0644 less the umask, so
 /// the collector's user can read it), renamed over it. No fsync: a metrics file that a power
 /// loss takes back one second is harmless, and the hook writes it on every call.
@@ -26,14 +48,14 @@ pub fn write_text_atomic(path: &Path, text: &str) -> std::io::Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "metrics".into());
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
+    let tmp = dir.join(format!(
+        "{}{}.{nanos}{TEMP_SUFFIX}",
+        temp_prefix(path),
+        std::process::id()
+    ));
     let result = (|| {
         let mut f = OpenOptions::new()
             .write(true)

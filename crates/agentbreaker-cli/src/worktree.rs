@@ -71,17 +71,9 @@ impl Excluded {
     /// Whether `path` (absolute, under a resolved root) is one of them, inside one of them, or a
     /// temporary sibling of one of them.
     fn covers(&self, path: &Path) -> bool {
-        self.paths.iter().any(|e| {
-            path.starts_with(e)
-                || (path.parent() == e.parent()
-                    && match (path.file_name(), e.file_name()) {
-                        (Some(n), Some(e)) => {
-                            let (n, e) = (n.to_string_lossy(), e.to_string_lossy());
-                            n.starts_with(&format!(".{e}.")) && n.ends_with(".tmp")
-                        }
-                        _ => false,
-                    })
-        })
+        self.paths
+            .iter()
+            .any(|e| path.starts_with(e) || crate::metrics_file::is_temp_of(path, e))
     }
 }
 

@@ -426,6 +426,15 @@ impl NormalizedHasher {
     }
 }
 
+/// Formatted text goes in as [`NormalizedHasher::write_str`] takes it, without a `String` (a
+/// number of a tool's input, hashed on every call).
+impl fmt::Write for NormalizedHasher {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        NormalizedHasher::write_str(self, text);
+        Ok(())
+    }
+}
+
 impl fmt::Debug for NormalizedHasher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NormalizedHasher").finish_non_exhaustive()

@@ -165,6 +165,24 @@ impl StateDir {
             .map(|h| PathBuf::from(h).join(".agentbreaker").join("sessions"))
     }
 
+    /// Refuses a state folder (`meta`: its own metadata, not followed) that is a symlink or not a
+    /// folder.
+    pub fn check_kind(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
+        if meta.file_type().is_symlink() {
+            return Err(format!(
+                "the state folder {} is a symlink; it is not followed",
+                path.display()
+            ));
+        }
+        if !meta.is_dir() {
+            return Err(format!(
+                "the state folder {} is not a folder",
+                path.display()
+            ));
+        }
+        Ok(())
+    }
+
     /// Opens the folder, creating it (0700) when `create`. A folder that is a symlink, is not a
     /// folder, or can be written by others is refused.
     pub fn open(path: &Path, create: bool) -> Result<StateDir, String> {
@@ -188,18 +206,7 @@ impl StateDir {
                 ));
             }
         };
-        if meta.file_type().is_symlink() {
-            return Err(format!(
-                "the state folder {} is a symlink; it is not followed",
-                path.display()
-            ));
-        }
-        if !meta.is_dir() {
-            return Err(format!(
-                "the state folder {} is not a folder",
-                path.display()
-            ));
-        }
+        Self::check_kind(path, &meta)?;
         // A folder others can write to (`/tmp`, say) could have our files replaced: refused, and
         // never chmod'ed (it may be shared).
         if meta.mode() & 0o022 != 0 {

@@ -22,15 +22,7 @@ fn dir_path(state_dir: Option<&Path>) -> Result<PathBuf, String> {
 /// error: reporting "no sessions" there would hide a wrong `--state-dir`.
 fn folder_exists(path: &Path) -> Result<bool, String> {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => Ok(true),
-        Ok(m) if m.file_type().is_symlink() => Err(format!(
-            "the state folder {} is a symlink, which `agentbreaker hook` does not follow",
-            path.display()
-        )),
-        Ok(_) => Err(format!(
-            "the state folder {} is not a folder",
-            path.display()
-        )),
+        Ok(m) => StateDir::check_kind(path, &m).map(|()| true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(format!(
             "cannot read the state folder {}: {e}",

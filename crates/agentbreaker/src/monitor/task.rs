@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
 use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
@@ -310,11 +311,9 @@ fn hash_value(h: &mut NormalizedHasher, v: &Value, depth: usize) {
     match v {
         Value::Null => h.write_str("null"),
         Value::Bool(b) => h.write_str(if *b { "true" } else { "false" }),
+        // Between brackets: after the key's `:` it would be joined to it, and not a count.
         Value::Number(n) => {
-            // Between brackets: after the key's `:` it would be joined to it, and not a count.
-            h.write_str("(");
-            h.write_str(&n.to_string());
-            h.write_str(")");
+            let _ = write!(h, "({n})");
         }
         Value::String(s) => {
             h.write_str("\"");
